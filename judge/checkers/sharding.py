@@ -1,0 +1,91 @@
+"""``sharding``: values within tolerance *and* laid out as expected across the devices.
+
+Policy, for each array in the expected value (a single array, or arrays, PartitionSpecs
+and NamedShardings anywhere in a list, dict or pytree):
+
+- Values as ``allclose`` (rtol, atol, NaN equal to NaN); skip with ``check_values: false``.
+- The received value must be a ``jax.Array`` (a NumPy array has no sharding). Its mesh
+  must have the same axis names, in order, with the same sizes; its PartitionSpec must
+  equal the expected one once both are normalised (trailing ``None`` dropped,
+  ``('data',)`` read as ``'data'``).
+- Every device must hold a shard of the expected shape (``shard_shapes``, on by
+  default), and with ``check_placement`` the same slice of the array as expected.
+- PartitionSpecs and NamedShardings on their own are compared normalised, as above.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from judge.checkers.allclose import AllcloseParams, close
+from judge.checkers.base import Checker, CheckerParams, CheckResult
+from judge.checkers.numeric import as_arrays
+from judge.checkers.structure import compare_layout, compare_structure
+from judge.values import ArrayValue, ShardingInfo
+
+
+class ShardingParams(CheckerParams):
+    rtol: float = Field(default=1e-5, ge=0)
+    atol: float = Field(default=1e-8, ge=0)
+    check_values: bool = True
+    shard_shapes: bool = True
+    check_placement: bool = False
+
+
+class ShardingChecker(Checker):
+    name = "sharding"
+    Params = ShardingParams
+    params: ShardingParams
+
+    def check(self, expected: Any, received: Any) -> CheckResult:
+        return compare_structure(expected, received, self._leaf)
+
+    def _leaf(self, expected: Any, received: Any) -> CheckResult:
+        if self.params.check_values:
+            arrays = as_arrays(expected, received)
+            if isinstance(arrays, CheckResult):
+                return arrays
+            result = close(*arrays, AllcloseParams(rtol=self.params.rtol, atol=self.params.atol))
+            if not result.passed:
+                return result
+        if not isinstance(expected, ArrayValue) or expected.sharding is None:
+            return CheckResult.ok()
+        if not isinstance(received, ArrayValue) or received.sharding is None:
+            return CheckResult.fail("the result is not a jax.Array, so it has no sharding")
+        return self._layout(expected.sharding, received.sharding)
+
+    def _layout(self, exp: ShardingInfo, got: ShardingInfo) -> CheckResult:
+        if exp.spec is not None:
+            if got.spec is None:
+                return CheckResult.fail(
+                    f"the array has a {got.kind}, not a NamedSharding over a mesh"
+                )
+            result = compare_layout(exp.spec, exp.mesh_axes, exp.mesh_shape,
+                                    got.spec, got.mesh_axes, got.mesh_shape)
+            if not result.passed:
+                return result
+        if self.params.shard_shapes or self.params.check_placement:
+            exp_shards = {s.device: s for s in exp.shards}
+            got_shards = {s.device: s for s in got.shards}
+            if sorted(exp_shards) != sorted(got_shards):
+                return CheckResult.fail(
+                    f"the array is on devices {sorted(got_shards)}, which are not the expected ones",
+                    f"the array is on devices {sorted(got_shards)}, expected {sorted(exp_shards)}",
+                )
+            for device, shard in exp_shards.items():
+                mine = got_shards[device]
+                if mine.shape != shard.shape:
+                    return CheckResult.fail(
+                        f"device {device} holds a shard of shape {tuple(mine.shape)}, "
+                        "which is not the expected shard shape",
+                        f"device {device} holds a shard of shape {tuple(mine.shape)}, "
+                        f"expected {tuple(shard.shape)}",
+                    )
+                if self.params.check_placement and mine.index != shard.index:
+                    return CheckResult.fail(
+                        f"device {device} holds the wrong part of the array",
+                        f"device {device} holds {mine.index}, expected {shard.index}",
+                    )
+        return CheckResult.ok()

@@ -1,0 +1,141 @@
+"""Walk an expected value and a received one side by side.
+
+Used by every checker for values that are not plain arrays: lists and tuples (either
+matches either), dicts and pytrees (same keys, in any order), PartitionSpecs and
+NamedShardings (normalised), strings and None (equal). Numeric leaves go to the checker's
+own ``leaf`` function. Messages name the path, which is structure, not data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from judge.checkers.base import CheckResult
+from judge.values import (
+    ArrayValue,
+    BoolValue,
+    DictValue,
+    FloatValue,
+    IntValue,
+    ListValue,
+    NamedShardingValue,
+    NoneValue,
+    PSpecValue,
+    StrValue,
+    TreeValue,
+    format_spec,
+    normalize_spec,
+    render,
+)
+
+Leaf = Callable[[Any, Any], CheckResult]
+NUMERIC = (ArrayValue, BoolValue, IntValue, FloatValue)
+
+
+def _at(path: str, result: CheckResult) -> CheckResult:
+    if result.passed or not path:
+        return result
+    return CheckResult(False, f"at {path}: {result.reason}", f"at {path}: {result.detail}")
+
+
+def compare_structure(expected: Any, received: Any, leaf: Leaf, path: str = "") -> CheckResult:
+    return _at(path, _compare(expected, received, leaf, path))
+
+
+def _compare(expected: Any, received: Any, leaf: Leaf, path: str) -> CheckResult:
+    if isinstance(expected, NUMERIC):
+        return leaf(expected, received)
+    if isinstance(expected, ListValue):
+        if not isinstance(received, ListValue):
+            return CheckResult.fail(f"expected a {expected.t}, got {_kind(received)}")
+        if len(received.items) != len(expected.items):
+            return CheckResult.fail(
+                f"the {expected.t} has {len(received.items)} items, which is not the expected count",
+                f"the {expected.t} has {len(received.items)} items, expected {len(expected.items)}",
+            )
+        for i, (e, r) in enumerate(zip(expected.items, received.items, strict=True)):
+            result = compare_structure(e, r, leaf, f"{path}[{i}]")
+            if not result.passed:
+                return result
+        return CheckResult.ok()
+    if isinstance(expected, DictValue | TreeValue):
+        if not isinstance(received, DictValue | TreeValue):
+            return CheckResult.fail(f"expected a mapping or pytree, got {_kind(received)}")
+        exp, got = dict(expected.items), dict(received.items)
+        missing, extra = sorted(set(exp) - set(got)), sorted(set(got) - set(exp))
+        if missing or extra:
+            parts = []
+            if missing:
+                parts.append(f"missing {', '.join(missing[:5])}")
+            if extra:
+                parts.append(f"unexpected {', '.join(extra[:5])}")
+            return CheckResult.fail(f"the keys differ: {'; '.join(parts)}")
+        for key in exp:
+            result = compare_structure(exp[key], got[key], leaf, f"{path}{_key(key)}")
+            if not result.passed:
+                return result
+        return CheckResult.ok()
+    if isinstance(expected, PSpecValue):
+        if not isinstance(received, PSpecValue):
+            return CheckResult.fail(f"expected a PartitionSpec, got {_kind(received)}")
+        if normalize_spec(expected.v) != normalize_spec(received.v):
+            return CheckResult.fail(
+                f"the PartitionSpec {format_spec(received.v)} is not the expected one",
+                f"got {format_spec(received.v)}, expected {format_spec(expected.v)}",
+            )
+        return CheckResult.ok()
+    if isinstance(expected, NamedShardingValue):
+        if not isinstance(received, NamedShardingValue):
+            return CheckResult.fail(f"expected a NamedSharding, got {_kind(received)}")
+        return compare_layout(
+            expected.spec, expected.mesh_axes, expected.mesh_shape,
+            received.spec, received.mesh_axes, received.mesh_shape,
+        )
+    if isinstance(expected, NoneValue | StrValue):
+        if type(received) is not type(expected) or received != expected:
+            return CheckResult.fail(
+                f"got {_kind(received)}, which is not the expected value",
+                f"got {render(received, 200)}, expected {render(expected, 200)}",
+            )
+        return CheckResult.ok()
+    return CheckResult.fail(f"the expected value ({_kind(expected)}) cannot be compared")
+
+
+def compare_layout(
+    exp_spec: list[Any] | None, exp_axes: list[str] | None, exp_shape: list[int] | None,
+    got_spec: list[Any] | None, got_axes: list[str] | None, got_shape: list[int] | None,
+) -> CheckResult:
+    """Compare mesh axes and sizes, then the normalised specs."""
+    exp_mesh = dict(zip(exp_axes or [], exp_shape or [], strict=False))
+    got_mesh = dict(zip(got_axes or [], got_shape or [], strict=False))
+    if list(exp_mesh.items()) != list(got_mesh.items()):
+        return CheckResult.fail(
+            f"the mesh is {_mesh(got_mesh)}, which is not the expected mesh",
+            f"the mesh is {_mesh(got_mesh)}, expected {_mesh(exp_mesh)}",
+        )
+    if normalize_spec(exp_spec) != normalize_spec(got_spec):
+        return CheckResult.fail(
+            f"the PartitionSpec {format_spec(got_spec)} is not the expected one",
+            f"got {format_spec(got_spec)}, expected {format_spec(exp_spec)}",
+        )
+    return CheckResult.ok()
+
+
+def _mesh(mesh: dict[str, int]) -> str:
+    return "(" + ", ".join(f"{a}={s}" for a, s in mesh.items()) + ")" if mesh else "none"
+
+
+def _key(key: str) -> str:
+    return key if key.startswith(("[", ".")) else f"[{key!r}]"
+
+
+def _kind(value: Any) -> str:
+    kind = getattr(value, "t", "?")
+    if kind == "opaque":
+        return f"an object of type {value.type}"
+    return {
+        "none": "None", "bool": "a bool", "int": "an int", "float": "a float", "str": "a string",
+        "array": "an array", "list": "a list", "tuple": "a tuple", "dict": "a dict",
+        "pspec": "a PartitionSpec", "named_sharding": "a NamedSharding", "tree": "a pytree",
+    }.get(kind, "a value")

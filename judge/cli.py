@@ -1,0 +1,242 @@
+"""The ``jaxjudge`` command.
+
+Exit status: 0 whenever a verdict (or the asked-for listing) was produced, whatever the
+verdict; 1 when ``verify`` finds a package that does not prove itself or a package is
+broken; 2 on bad usage or bad input, with a one-line reason on stderr.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from judge.catalog import Catalog
+from judge.errors import ConfigError, JudgeError, ProblemError, UsageError
+from judge.report import VerdictReport
+from judge.sandbox import BACKENDS, get_sandbox
+from judge.settings import Settings
+from judge.verdict import Verdict
+
+VERDICT_STYLE = {Verdict.ACCEPTED: "green", Verdict.WRONG_ANSWER: "red"}
+
+
+class Context:
+    def __init__(self) -> None:
+        self.settings = Settings()
+        self.catalog = Catalog(self.settings.problems_dir)
+        self.out = Console(highlight=False, soft_wrap=True)
+
+
+def _fail(message: str, code: int = 2) -> NoReturn:
+    click.echo(f"jaxjudge: error: {message}", err=True)
+    sys.exit(code)
+
+
+def _sandbox_option(f: Any) -> Any:
+    return click.option(
+        "--sandbox", "sandbox_name", default=None, metavar="NAME",
+        help=f"Sandbox backend: {', '.join(sorted(BACKENDS))} (default: settings).",
+    )(f)
+
+
+@click.group()
+@click.version_option(package_name="jaxjudge")
+@click.pass_context
+def cli(ctx: click.Context) -> None:
+    """Grade JAX and Flax exercises against hidden tests."""
+    ctx.obj = Context()
+
+
+@cli.command()
+@click.pass_obj
+def problems(obj: Context) -> None:
+    """List the problems."""
+    table = Table("id", "title", "entry point", box=None)
+    for problem in obj.catalog.all():
+        table.add_row(problem.id, escape(problem.spec.title), problem.spec.entry_point.name)
+    obj.out.print(table)
+
+
+@cli.command()
+@click.argument("problem_id", metavar="ID")
+@click.pass_obj
+def show(obj: Context, problem_id: str) -> None:
+    """Print a problem's statement, signature and sample tests."""
+    from judge.testdata import load_tests
+    from judge.values import render
+
+    problem = obj.catalog.get(problem_id)
+    spec = problem.spec
+    obj.out.print(f"[bold]{escape(problem.id)}[/bold]: {escape(spec.title)}\n")
+    obj.out.print(escape(problem.statement.rstrip()) + "\n")
+    obj.out.print("[bold]Signature[/bold]")
+    obj.out.print(f"  {spec.entry_point.signature}")
+    for arg in spec.entry_point.args:
+        obj.out.print(f"    {arg.name}: {arg.type}" + (f"  {escape(arg.doc)}" if arg.doc else ""))
+    if spec.entry_point.returns:
+        obj.out.print(f"  returns: {escape(spec.entry_point.returns)}")
+    lim = spec.limits
+    obj.out.print(f"\n[bold]Limits[/bold]: {lim.test_seconds:g} s per test, "
+                  f"{lim.total_seconds:g} s in all, {lim.memory_mb} MiB, "
+                  f"{lim.output_kb} KiB of output")
+    obj.out.print("\n[bold]Sample tests[/bold]")
+    from judge.grading import _render_input
+
+    for test in load_tests(problem):
+        if test.visibility != "sample":
+            continue
+        args = ", ".join(f"{k}={_render_input(v)}" for k, v in test.args.items())
+        obj.out.print(f"  {test.name}: {escape(args)}\n    -> {escape(render(test.expected))}")
+
+
+def _read_submission(path: Path, settings: Settings) -> str:
+    from judge.grading import decode_code
+
+    if not path.exists():
+        raise UsageError(f"{path}: no such file")
+    if not path.is_file():
+        raise UsageError(f"{path}: not a regular file")
+    size = path.stat().st_size
+    if size > settings.max_code_bytes:
+        raise UsageError(f"{path}: the file is {size} bytes; the limit is "
+                         f"{settings.max_code_bytes} bytes")
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise UsageError(f"{path}: {exc.strerror}") from None
+    try:
+        return decode_code(data, settings)
+    except UsageError as exc:
+        raise UsageError(f"{path}: {exc}") from None
+
+
+@cli.command()
+@click.argument("problem_id", metavar="ID")
+@click.argument("file", type=click.Path(path_type=Path, dir_okay=True))
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True, help="json prints the verdict report alone on stdout.")
+@_sandbox_option
+@click.pass_obj
+def grade(obj: Context, problem_id: str, file: Path, fmt: str, sandbox_name: str | None) -> None:
+    """Grade FILE against problem ID."""
+    from judge.grading import grade as grade_code
+
+    problem = obj.catalog.get(problem_id)
+    code = _read_submission(file, obj.settings)
+    sandbox = get_sandbox(sandbox_name or obj.settings.sandbox, obj.settings)
+    if not sandbox.isolated:
+        click.echo(f"jaxjudge: warning: the {sandbox.name} sandbox does not isolate the code; "
+                   "run untrusted code in an isolated sandbox", err=True)
+    try:
+        report = grade_code(problem, code, sandbox=sandbox, settings=obj.settings)
+    finally:
+        sandbox.close()
+    if fmt == "json":
+        click.echo(report.model_dump_json(indent=2))
+    else:
+        print_report(obj.out, report)
+
+
+def print_report(out: Console, report: VerdictReport) -> None:
+    table = Table("#", "test", "kind", "verdict", "time", "score", "message", box=None)
+    for i, test in enumerate(report.tests, 1):
+        style = VERDICT_STYLE.get(test.verdict, "yellow")
+        first_line = test.message.splitlines()[0] if test.message else ""
+        table.add_row(str(i), test.name, test.visibility,
+                      f"[{style}]{test.verdict.value}[/{style}]", f"{test.time_ms:.0f} ms",
+                      f"{test.score:g}/{test.max_score:g}", escape(first_line))
+    out.print(table)
+    for test in report.tests:
+        if test.visibility == "sample" and test.verdict is not Verdict.ACCEPTED:
+            out.print(f"\n[bold]{test.name}[/bold] ({test.verdict.value})")
+            for label in ("input", "expected", "received"):
+                value = getattr(test, label)
+                if value is not None:
+                    out.print(f"  {label}: {escape(value)}")
+            if "\n" in test.message:
+                out.print("  " + escape(test.message).replace("\n", "\n  "))
+    if report.message:
+        out.print(f"\n{escape(report.message)}")
+    for name in ("stdout", "stderr"):
+        text = getattr(report, name)
+        if text.strip():
+            out.print(f"\n[bold]{name}[/bold]\n{escape(text.rstrip())}")
+    style = VERDICT_STYLE.get(report.verdict, "yellow")
+    out.print(f"\n[bold]{report.problem}[/bold]: [{style}]{report.verdict.value}[/{style}]  "
+              f"score {report.score:g}/{report.max_score:g}  "
+              f"{report.timings.total_ms / 1000:.2f} s")
+
+
+@cli.command()
+@click.argument("problem_ids", metavar="ID...", nargs=-1, required=True)
+@_sandbox_option
+@click.pass_obj
+def build(obj: Context, problem_ids: tuple[str, ...], sandbox_name: str | None) -> None:
+    """Regenerate test data by running the reference solution through the harness."""
+    from judge.build import build as build_problem
+
+    problems = [obj.catalog.get(i) for i in problem_ids]
+    sandbox = get_sandbox(sandbox_name or "process", obj.settings)
+    try:
+        for problem in problems:
+            manifest = build_problem(problem, sandbox=sandbox, settings=obj.settings)
+            obj.out.print(f"{problem.id}: {len(manifest.files)} tests, "
+                          f"data {manifest.data_hash[:16]}, version {problem.version}")
+    finally:
+        sandbox.close()
+
+
+@cli.command()
+@click.argument("problem_ids", metavar="[ID...]", nargs=-1)
+@_sandbox_option
+@click.pass_obj
+def verify(obj: Context, problem_ids: tuple[str, ...], sandbox_name: str | None) -> None:
+    """Check packages: data hash, inputs, reference and every example submission."""
+    from judge.verify import verify as verify_problem
+
+    problems = [obj.catalog.get(i) for i in problem_ids] if problem_ids else obj.catalog.all()
+    sandbox = get_sandbox(sandbox_name or "process", obj.settings)
+    failures = 0
+    try:
+        for problem in problems:
+            for check in verify_problem(problem, sandbox=sandbox, settings=obj.settings):
+                mark = "[green]ok[/green]" if check.ok else "[red]FAIL[/red]"
+                line = f"{mark}  {check.problem}  {check.subject}: {escape(check.got)}"
+                if not check.ok:
+                    failures += 1
+                    line += f" (expected {escape(check.expected)})"
+                    if check.report and check.report.message:
+                        line += f"\n      {escape(check.report.message.splitlines()[0])}"
+                obj.out.print(line)
+    finally:
+        sandbox.close()
+    if failures:
+        obj.out.print(f"[red]{failures} check(s) failed[/red]")
+        sys.exit(1)
+    obj.out.print(f"all {len(problems)} problem(s) verified")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: click's usage errors and the core's errors become one line, exit 2."""
+    try:
+        cli.main(args=argv, prog_name="jaxjudge", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        _fail("aborted", 130)
+    except click.UsageError as exc:
+        _fail(exc.format_message().replace("\n", " "))
+    except click.ClickException as exc:
+        _fail(exc.format_message().replace("\n", " "))
+    except (UsageError, ConfigError) as exc:
+        _fail(str(exc))
+    except ProblemError as exc:
+        _fail(str(exc).splitlines()[0], 1)
+    except JudgeError as exc:
+        _fail(str(exc).splitlines()[0], 1)

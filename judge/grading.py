@@ -1,0 +1,216 @@
+"""The one grading function that the CLI, the API and the workers all call.
+
+``grade(problem, code, sandbox=..., settings=...)`` sends the code and the test *inputs*
+to a sandbox, then compares what comes back with the stored expected outputs here, on the
+trusted side, with the problem's checker. It never raises for anything the submission
+does: every failure is a verdict.
+"""
+
+from __future__ import annotations
+
+import time
+
+from judge import __version__
+from judge.checkers import Checker
+from judge.errors import SubmissionRejected
+from judge.problem import Problem
+from judge.report import TestResult, Timings, VerdictReport
+from judge.sandbox.base import Sandbox
+from judge.sandbox.protocol import ErrorInfo, Job, JobTest, RunOutcome, TestRun, TestStatus
+from judge.settings import Settings
+from judge.testdata import StoredTest, load_tests
+from judge.values import render
+from judge.verdict import Verdict, overall
+
+STATUS_VERDICT: dict[str, Verdict] = {
+    "error": Verdict.RUNTIME_ERROR,
+    "crashed": Verdict.RUNTIME_ERROR,
+    "timeout": Verdict.TIME_LIMIT_EXCEEDED,
+    "memory": Verdict.MEMORY_LIMIT_EXCEEDED,
+    "output_limit": Verdict.OUTPUT_LIMIT_EXCEEDED,
+}
+HIDDEN_OUTPUT_NOTE = "[output written during hidden tests is not shown]\n"
+
+
+def decode_code(data: bytes, settings: Settings) -> str:
+    """Submitted bytes as source text, or :class:`SubmissionRejected` saying why not."""
+    if len(data) > settings.max_code_bytes:
+        raise SubmissionRejected(
+            f"the file is {len(data)} bytes; the limit is {settings.max_code_bytes} bytes"
+        )
+    try:
+        code = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SubmissionRejected(f"the file is not UTF-8 (byte {exc.start})") from None
+    if not code.strip():
+        raise SubmissionRejected("the file is empty")
+    if "\0" in code:
+        raise SubmissionRejected("the file contains NUL bytes")
+    return code
+
+
+def make_job(problem: Problem, code: str, inputs: list[dict[str, dict]], settings: Settings,
+             label: str = "") -> Job:
+    args = problem.spec.entry_point.args
+    return Job(
+        code=code,
+        entry_point=problem.spec.entry_point.name,
+        tests=[
+            JobTest(index=i, args=[test[a.name] for a in args], kinds=[a.type for a in args])
+            for i, test in enumerate(inputs)
+        ],
+        limits=problem.limits(settings),
+        label=label,
+    )
+
+
+def grade(problem: Problem, code: str, *, sandbox: Sandbox, settings: Settings,
+          label: str = "") -> VerdictReport:
+    """Grade ``code`` against every stored test of ``problem``."""
+    started = time.monotonic()
+    tests = load_tests(problem)
+    job = make_job(problem, code, [t.args for t in tests], settings, label)
+    outcome = sandbox.run(job)
+    report = judge_outcome(problem.id, problem.version, tests, outcome, problem.checker, settings)
+    timings = report.timings.model_copy(update={"total_ms": (time.monotonic() - started) * 1000})
+    return report.model_copy(update={"sandbox": sandbox.name, "timings": timings})
+
+
+def _error_text(error: ErrorInfo | None, full: bool) -> str:
+    if error is None:
+        return "the submission raised an exception"
+    where = f" (line {error.line})" if error.line else ""
+    if not full:
+        return f"{error.type} raised{where}"
+    text = f"{error.type}: {error.message}{where}" if error.message else f"{error.type}{where}"
+    if error.traceback:
+        text += "\n" + error.traceback.rstrip()
+    return text
+
+
+def _test_verdict(run: TestRun) -> Verdict:
+    status: TestStatus = run.cause if run.status == "not_run" and run.cause else run.status
+    return STATUS_VERDICT.get(status, Verdict.INTERNAL_ERROR)
+
+
+def _judge_test(test: StoredTest, run: TestRun, checker: Checker) -> TestResult:
+    sample = test.visibility == "sample"
+    verdict: Verdict
+    message = ""
+    if run.status == "ok" and run.value is not None:
+        result = checker.check(test.expected, run.value)
+        verdict = Verdict.ACCEPTED if result.passed else Verdict.WRONG_ANSWER
+        message = "" if result.passed else (result.detail if sample else result.reason)
+    elif run.status == "not_run":
+        verdict, message = _test_verdict(run), run.message
+    else:
+        verdict = _test_verdict(run)
+        if run.status == "error":
+            message = _error_text(run.error, full=sample)
+        elif run.status == "timeout":
+            message = run.message or "the test ran over its time limit"
+        elif run.status == "memory":
+            message = "the submission ran out of memory"
+            if run.error is not None and sample:
+                message += f" ({_error_text(run.error, True)})"
+        else:
+            message = run.message or run.status
+    extra = {}
+    if sample:
+        extra = {
+            "input": ", ".join(f"{k}={_render_input(v)}" for k, v in test.args.items()),
+            "expected": render(test.expected),
+            "received": render(run.value) if run.value is not None else None,
+        }
+    return TestResult(
+        name=test.name,
+        visibility=test.visibility,
+        verdict=verdict,
+        score=test.points if verdict is Verdict.ACCEPTED else 0.0,
+        max_score=test.points,
+        time_ms=round(run.time_ms, 3),
+        message=message,
+        **extra,
+    )
+
+
+def _render_input(encoded: dict) -> str:
+    from judge.values import ArrayValue, FloatValue
+
+    if encoded.get("t") == "array":
+        arr = ArrayValue.model_validate(encoded)
+        return f"<{arr.dtype} array of shape {tuple(arr.shape)}>"
+    if encoded.get("t") == "float":
+        return repr(FloatValue.model_validate(encoded).number)
+    return repr(encoded.get("v"))
+
+
+def _capped(text: str, limit: int) -> str:
+    data = text.encode()
+    if len(data) <= limit:
+        return text
+    return data[:limit].decode("utf-8", "ignore") + f"\n[... {len(data) - limit} more bytes]\n"
+
+
+def judge_outcome(problem_id: str, version: str, tests: list[StoredTest], outcome: RunOutcome,
+                  checker: Checker, settings: Settings) -> VerdictReport:
+    """Turn a sandbox's outcome into the report. Pure: no I/O, no sandbox."""
+    message = ""
+    runs = {r.index: r for r in outcome.tests}
+    if outcome.status == "compile_error":
+        message = f"the submission could not be loaded: {_error_text(outcome.error, True)}"
+        results = [_uniform(t, Verdict.COMPILE_ERROR, "not run: the submission did not load")
+                   for t in tests]
+    elif outcome.status == "load_timeout":
+        message = outcome.message
+        results = [_uniform(t, Verdict.TIME_LIMIT_EXCEEDED, f"not run: {outcome.message}")
+                   for t in tests]
+    elif outcome.status == "load_crashed":
+        message = outcome.message
+        results = [_uniform(t, Verdict.RUNTIME_ERROR, f"not run: {outcome.message}")
+                   for t in tests]
+    elif outcome.status == "internal_error" or set(runs) != set(range(len(tests))):
+        message = f"the judge failed: {outcome.message or 'the sandbox lost tests'}"
+        results = [_uniform(t, Verdict.INTERNAL_ERROR, "not run: the judge failed")
+                   for t in tests]
+    else:
+        results = [_judge_test(t, runs[i], checker) for i, t in enumerate(tests)]
+
+    stdout, stderr = outcome.load_stdout, outcome.load_stderr
+    hidden_output = False
+    for i, test in enumerate(tests):
+        run = runs.get(i)
+        if run is None:
+            continue
+        if test.visibility == "sample":
+            stdout += run.stdout
+            stderr += run.stderr
+        elif run.stdout_bytes or run.stderr_bytes:
+            hidden_output = True
+    if hidden_output:
+        stdout += HIDDEN_OUTPUT_NOTE
+    limit = settings.report_output_bytes
+    return VerdictReport(
+        problem=problem_id,
+        problem_version=version,
+        verdict=overall(r.verdict for r in results),
+        score=sum(r.score for r in results),
+        max_score=sum(r.max_score for r in results),
+        time_ms=round(sum(r.time_ms for r in results), 3),
+        message=message,
+        tests=results,
+        stdout=_capped(stdout, limit),
+        stderr=_capped(stderr, limit),
+        judge_version=__version__,
+        timings=Timings(
+            startup_ms=round(outcome.startup_ms, 1),
+            import_ms=round(outcome.import_ms, 1),
+            load_ms=round(outcome.load_ms, 1),
+            tests_ms=round(outcome.tests_ms, 1),
+        ),
+    )
+
+
+def _uniform(test: StoredTest, verdict: Verdict, message: str) -> TestResult:
+    return TestResult(name=test.name, visibility=test.visibility, verdict=verdict, score=0.0,
+                      max_score=test.points, time_ms=0.0, message=message)

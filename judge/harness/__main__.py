@@ -1,0 +1,3 @@
+from judge.harness.runner import main
+
+main()

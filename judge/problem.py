@@ -1,0 +1,182 @@
+"""Problem packages: ``problem.yaml`` as a typed model, and a loaded package.
+
+The format is documented in ``docs/problem-format.md``. A package is a folder
+``problemsets/<set>/<slug>/``; its id is ``<set>/<slug>``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from judge.checkers import Checker, get_checker
+from judge.errors import ConfigError, ProblemError
+from judge.sandbox.protocol import Limits
+from judge.settings import Settings
+
+Identifier = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=100)]
+Slug = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]*$", max_length=80)]
+ArgType = Literal["float", "int", "array", "numpy", "str", "bool", "any"]
+VERDICT_DIRS = (
+    "accepted",
+    "wrong_answer",
+    "runtime_error",
+    "time_limit_exceeded",
+    "memory_limit_exceeded",
+    "output_limit_exceeded",
+    "compile_error",
+)
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Arg(_Model):
+    name: Identifier
+    type: ArgType = Field(
+        description="How the harness hands the value over: float, int, str, bool, array "
+        "(a jax.Array), numpy (a NumPy array) or any (as decoded)."
+    )
+    doc: str = ""
+
+
+class EntryPoint(_Model):
+    name: Identifier
+    args: list[Arg]
+    returns: str = Field(default="", description="What the function returns, for students.")
+
+    @property
+    def signature(self) -> str:
+        return f"def {self.name}({', '.join(a.name for a in self.args)}):"
+
+
+class LimitsSpec(_Model):
+    test_seconds: float = Field(default=10.0, gt=0, le=600)
+    total_seconds: float = Field(default=60.0, gt=0, le=3600)
+    memory_mb: int = Field(default=2048, ge=64, le=65536)
+    output_kb: int = Field(default=1024, ge=1, le=1 << 20)
+
+
+class Scoring(_Model):
+    points_per_test: float = Field(default=1.0, ge=0)
+
+
+class CheckerSpec(_Model):
+    name: str = "exact"
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class TestSpec(_Model):
+    name: Slug
+    args: dict[str, Any]
+    points: float | None = Field(default=None, ge=0, description="Hidden tests only.")
+    doc: str = ""
+
+
+class TestsSpec(_Model):
+    seed: int
+    sample: list[TestSpec] = Field(min_length=1)
+    hidden: list[TestSpec] = Field(min_length=1)
+    generator: str | None = Field(
+        default=None, description="A file in the package whose generate(rng) adds hidden tests."
+    )
+
+
+class ProblemSpec(_Model):
+    title: str = Field(min_length=1, max_length=200)
+    entry_point: EntryPoint
+    limits: LimitsSpec = LimitsSpec()
+    scoring: Scoring = Scoring()
+    checker: CheckerSpec = CheckerSpec()
+    reference: str = "reference.py"
+    tests: TestsSpec
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ProblemSpec:
+        names = [t.name for t in self.tests.sample + self.tests.hidden]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"test names must be unique: {', '.join(dupes)}")
+        wanted = [a.name for a in self.entry_point.args]
+        for test in self.tests.sample + self.tests.hidden:
+            if sorted(test.args) != sorted(wanted):
+                raise ValueError(
+                    f"test {test.name!r} gives args {sorted(test.args)}, "
+                    f"the entry point takes {wanted}"
+                )
+        return self
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A loaded package. Cheap to create; test data is read on demand."""
+
+    id: str
+    path: Path
+    spec: ProblemSpec
+    statement: str
+
+    @classmethod
+    def load(cls, problem_id: str, path: Path) -> Problem:
+        try:
+            raw = yaml.safe_load((path / "problem.yaml").read_text(encoding="utf-8"))
+            spec = ProblemSpec.model_validate(raw)
+        except (OSError, yaml.YAMLError) as exc:
+            raise ProblemError(f"{problem_id}: cannot read problem.yaml: {exc}") from None
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "problem.yaml"
+            raise ProblemError(f"{problem_id}: problem.yaml: {where}: {first['msg']}") from None
+        try:
+            statement = (path / "statement.md").read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ProblemError(f"{problem_id}: cannot read statement.md: {exc}") from None
+        problem = cls(problem_id, path, spec, statement)
+        try:
+            problem.checker
+        except ConfigError as exc:
+            raise ProblemError(f"{problem_id}: {exc}") from None
+        return problem
+
+    @cached_property
+    def checker(self) -> Checker:
+        return get_checker(self.spec.checker.name, self.spec.checker.params)
+
+    @property
+    def data_dir(self) -> Path:
+        return self.path / "data"
+
+    @property
+    def reference_path(self) -> Path:
+        return self.path / self.spec.reference
+
+    @property
+    def submissions_dir(self) -> Path:
+        return self.path / "submissions"
+
+    def limits(self, settings: Settings) -> Limits:
+        spec = self.spec.limits
+        return Limits(
+            test_seconds=spec.test_seconds,
+            total_seconds=spec.total_seconds,
+            memory_mb=spec.memory_mb,
+            output_bytes=spec.output_kb * 1024,
+            result_bytes=settings.result_bytes,
+            segment_bytes=settings.segment_bytes,
+        )
+
+    @property
+    def version(self) -> str:
+        """Content hash of what grading depends on: problem.yaml and the test data."""
+        from judge.testdata import read_manifest
+
+        digest = hashlib.sha256((self.path / "problem.yaml").read_bytes())
+        digest.update(b"\0" + read_manifest(self).data_hash.encode())
+        return digest.hexdigest()[:16]

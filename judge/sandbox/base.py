@@ -1,0 +1,26 @@
+"""The sandbox interface: run a job through the harness somewhere, hand back the outcome."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import ClassVar
+
+from judge.sandbox.protocol import Job, RunOutcome
+from judge.settings import Settings
+
+
+class Sandbox(ABC):
+    """Runs the harness on one job. Implementations never raise for anything the
+    submission does; their own failures come back as an ``internal_error`` outcome."""
+
+    name: ClassVar[str]
+    isolated: ClassVar[bool]  # whether untrusted code may be run in it
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    @abstractmethod
+    def run(self, job: Job) -> RunOutcome: ...
+
+    def close(self) -> None:
+        """Release what the backend holds (pools, clients)."""

@@ -1,0 +1,192 @@
+"""The ``process`` sandbox: the harness as a child process with resource limits.
+
+Meant for trusted code: problem authors building and verifying their packages, and
+students checking their own work locally. It limits resources but does not isolate: the
+child runs as the calling user and can read what that user can read (the problem package,
+hidden tests on disk) and reach the network. Untrusted submissions go to the ``docker``
+backend.
+
+What it does, per run:
+
+- a fresh private working directory (mode 0700), removed afterwards;
+- an empty environment (the harness sets ``XLA_FLAGS`` for 8 CPU devices itself), and
+  ``python -I -B`` so neither ``PYTHONPATH`` nor the user's site-packages nor the working
+  directory can inject modules;
+- a new session and process group, killed as a whole (SIGKILL) when the run ends, times out
+  or breaks the protocol;
+- limits set with ``prlimit`` right after the start, before the job (and so the
+  submission) is sent: address space (the problem's memory plus
+  ``process_address_space_slack_mb``, as JAX maps about 1.6 GiB of virtual memory at
+  start-up), CPU seconds (the total time limit plus start-up, times the core count: XLA
+  runs threads), processes (``process_max_processes``; ignored for root), file size (the
+  output limit plus one byte), open files, and no core dumps;
+- a wall-clock limit enforced by the supervisor, outside the child.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+import resource
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+from typing import IO
+
+from judge.sandbox.base import Sandbox
+from judge.sandbox.protocol import Job, RunOutcome
+from judge.sandbox.supervisor import EOF, OVERFLOW, TIMEOUT, ExitInfo, LineResult, supervise
+
+PROTOCOL_SLACK = 64 * 1024  # a result line's JSON around its encoded value
+
+
+class ProcessChannel:
+    def __init__(self, proc: subprocess.Popen[bytes], max_line: int, max_stderr: int) -> None:
+        self.proc = proc
+        self.max_line = max_line
+        self.lines: queue.Queue[LineResult] = queue.Queue()
+        self.stderr = bytearray()
+        self.max_stderr = max_stderr
+        self._killed = False
+        assert proc.stdout is not None and proc.stderr is not None
+        threading.Thread(target=self._read_lines, args=(proc.stdout,), daemon=True).start()
+        self._stderr_reader = threading.Thread(
+            target=self._drain, args=(proc.stderr,), daemon=True
+        )
+        self._stderr_reader.start()
+
+    def _read_lines(self, stream: IO[bytes]) -> None:
+        try:
+            while True:
+                line = stream.readline(self.max_line + 1)
+                if not line:
+                    break
+                if len(line) > self.max_line or not line.endswith(b"\n"):
+                    self.lines.put(OVERFLOW if len(line) > self.max_line else EOF)
+                    return
+                self.lines.put(line)
+        except (OSError, ValueError):
+            pass
+        self.lines.put(EOF)
+
+    def _drain(self, stream: IO[bytes]) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            while chunk := stream.read(65536):
+                room = self.max_stderr - len(self.stderr)
+                if room > 0:
+                    self.stderr += chunk[:room]
+
+    def send(self, data: bytes) -> None:
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(data)
+            self.proc.stdin.close()
+        except OSError:
+            pass  # the harness died; the supervisor will read EOF
+
+    def read_line(self, timeout: float) -> LineResult:
+        try:
+            return self.lines.get(timeout=timeout)
+        except queue.Empty:
+            return TIMEOUT
+
+    def kill(self) -> None:
+        if self._killed:
+            return
+        self._killed = True
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+        for stream in (self.proc.stdin, self.proc.stdout):
+            with contextlib.suppress(OSError, ValueError):
+                stream.close()  # type: ignore[union-attr]
+
+    def exit_info(self) -> ExitInfo:
+        """How the harness ended; waits a moment for it to exit on its own first."""
+        if not self._killed:
+            try:
+                self.proc.wait(timeout=1.0)
+            except subprocess.TimeoutExpired:
+                pass
+            self.kill()
+        code = self.proc.returncode
+        if code is not None and code < 0:
+            return ExitInfo(signal=-code)
+        return ExitInfo(code=code)
+
+    def diagnostics(self) -> str:
+        self._stderr_reader.join(timeout=0.5)
+        return bytes(self.stderr).decode("utf-8", "replace")
+
+
+def _rmtree(path: str) -> None:
+    def unlock(func: object, target: str, exc: object) -> None:
+        with contextlib.suppress(OSError):
+            os.chmod(os.path.dirname(target), 0o700)
+            os.chmod(target, 0o700)
+            if os.path.isdir(target) and not os.path.islink(target):
+                shutil.rmtree(target, ignore_errors=True)
+            else:
+                os.unlink(target)
+
+    shutil.rmtree(path, onerror=unlock)
+
+
+class ProcessSandbox(Sandbox):
+    name = "process"
+    isolated = False
+
+    def limits_for(self, job: Job) -> dict[int, int]:
+        lim = job.limits
+        cpus = os.cpu_count() or 1
+        cpu_seconds = int((lim.total_seconds + self.settings.startup_seconds + 10) * cpus)
+        address = (lim.memory_mb + self.settings.process_address_space_slack_mb) << 20
+        return {
+            resource.RLIMIT_AS: address,
+            resource.RLIMIT_CPU: cpu_seconds,
+            resource.RLIMIT_NPROC: self.settings.process_max_processes,
+            resource.RLIMIT_FSIZE: lim.output_bytes + 1,
+            resource.RLIMIT_NOFILE: self.settings.process_open_files,
+            resource.RLIMIT_CORE: 0,
+        }
+
+    def run(self, job: Job) -> RunOutcome:
+        workdir = tempfile.mkdtemp(prefix="jaxjudge-")
+        channel: ProcessChannel | None = None
+        try:
+            proc = subprocess.Popen(
+                [self.settings.python, "-I", "-B", "-X", "utf8", "-m", "judge.harness"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=workdir,
+                env={},
+                start_new_session=True,
+            )
+            channel = ProcessChannel(
+                proc,
+                max_line=job.limits.result_bytes + PROTOCOL_SLACK,
+                max_stderr=self.settings.harness_stderr_bytes,
+            )
+            for which, value in self.limits_for(job).items():
+                soft_hard = (value, value + 5) if which == resource.RLIMIT_CPU else (value, value)
+                try:
+                    resource.prlimit(proc.pid, which, soft_hard)
+                except ValueError:  # above our own hard limit: keep the lower one
+                    hard = resource.getrlimit(which)[1]
+                    resource.prlimit(proc.pid, which, (min(value, hard), hard))
+            return supervise(
+                channel,
+                job,
+                startup_seconds=self.settings.startup_seconds,
+                grace=self.settings.grace_seconds,
+            )
+        except OSError as exc:
+            return RunOutcome(status="internal_error", message=f"could not start the harness: {exc}")
+        finally:
+            if channel is not None:
+                channel.kill()
+            _rmtree(workdir)

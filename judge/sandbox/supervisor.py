@@ -1,0 +1,276 @@
+"""Drives one harness run over a ``Channel`` and enforces time and size from outside.
+
+A backend (a child process, a container) only has to provide a :class:`Channel`: send
+bytes in, read capped lines out with a timeout, kill, and say how the run ended. The
+supervisor holds the deadlines. It trusts no line: each is size-capped by the channel,
+parsed as JSON and validated against ``judge.sandbox.protocol``; a line that breaks the
+protocol after the submission was loaded is the submission's doing (runtime error), one
+that comes before it is the judge's (internal error).
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from dataclasses import dataclass
+from typing import Protocol as TypingProtocol
+
+from pydantic import TypeAdapter, ValidationError
+
+from judge.harness import HARNESS_VERSION
+from judge.sandbox.protocol import (
+    CompileErrorEvent,
+    DoneEvent,
+    Event,
+    Job,
+    LoadedEvent,
+    LoadTimeoutEvent,
+    ReadyEvent,
+    ResultEvent,
+    RunOutcome,
+    StartEvent,
+    TestRun,
+    TestStatus,
+)
+
+EVENT = TypeAdapter(Event)
+MAX_JSON_DEPTH = 64
+
+
+class Eof:
+    """The channel closed: the harness exited or was killed."""
+
+
+class Overflow:
+    """A line longer than the channel's cap arrived."""
+
+
+class Timeout:
+    """Nothing arrived in time."""
+
+
+EOF, OVERFLOW, TIMEOUT = Eof(), Overflow(), Timeout()
+LineResult = bytes | Eof | Overflow | Timeout
+
+
+@dataclass(frozen=True)
+class ExitInfo:
+    code: int | None = None  # exit status, when it exited
+    signal: int | None = None  # the signal that killed it, when one did
+    oom_killed: bool = False  # the memory limit killed it (where the backend can tell)
+
+    def describe(self) -> str:
+        if self.oom_killed:
+            return "it was killed for exceeding the memory limit"
+        if self.signal is not None:
+            try:
+                name = signal.Signals(self.signal).name
+            except ValueError:
+                name = f"signal {self.signal}"
+            return f"the process was killed by {name}"
+        if self.code is not None:
+            return f"the process exited with status {self.code}"
+        return "the process ended"
+
+
+class Channel(TypingProtocol):
+    def send(self, data: bytes) -> None: ...
+    def read_line(self, timeout: float) -> LineResult: ...
+    def kill(self) -> None: ...
+    def exit_info(self) -> ExitInfo: ...
+    def diagnostics(self) -> str: ...
+
+
+class _Violation(Exception):
+    pass
+
+
+def _depth_ok(text: bytes) -> bool:
+    depth = 0
+    for byte in text:
+        if byte in b"[{":
+            depth += 1
+            if depth > MAX_JSON_DEPTH:
+                return False
+        elif byte in b"]}":
+            depth -= 1
+    return True
+
+
+def _parse(line: bytes) -> object:
+    if not _depth_ok(line):
+        raise _Violation("a line nested too deeply")
+    try:
+        return EVENT.validate_python(json.loads(line))
+    except (ValueError, ValidationError, RecursionError) as exc:
+        raise _Violation(f"a malformed line ({type(exc).__name__})") from None
+
+
+def _status_for_exit(info: ExitInfo) -> TestStatus:
+    if info.oom_killed:
+        return "memory"
+    if info.signal == signal.SIGXCPU:
+        return "timeout"
+    if info.signal == signal.SIGXFSZ:
+        return "output_limit"
+    return "crashed"
+
+
+def supervise(channel: Channel, job: Job, *, startup_seconds: float, grace: float) -> RunOutcome:
+    """Run ``job`` over ``channel``; always returns, always leaves the channel killed."""
+    try:
+        return _Run(channel, job, startup_seconds, grace).run()
+    finally:
+        channel.kill()
+
+
+class _Run:
+    def __init__(self, channel: Channel, job: Job, startup_seconds: float, grace: float) -> None:
+        self.channel = channel
+        self.job = job
+        self.startup_seconds = startup_seconds
+        self.grace = grace
+        self.limits = job.limits
+
+    def next_event(self, deadline: float) -> object:
+        remaining = deadline - time.monotonic()
+        line = self.channel.read_line(max(remaining, 0.0)) if remaining > 0 else TIMEOUT
+        if isinstance(line, bytes):
+            return _parse(line)
+        return line
+
+    def internal(self, message: str, **extra: object) -> RunOutcome:
+        self.channel.kill()
+        return RunOutcome(
+            status="internal_error",
+            message=message,
+            harness_stderr=self.channel.diagnostics(),
+            **extra,  # type: ignore[arg-type]
+        )
+
+    def run(self) -> RunOutcome:
+        started = time.monotonic()
+        try:
+            ready = self.next_event(started + self.startup_seconds)
+        except _Violation as exc:
+            return self.internal(f"the harness broke the protocol before loading: {exc}")
+        if not isinstance(ready, ReadyEvent):
+            why = {EOF: "it exited", TIMEOUT: "it timed out", OVERFLOW: "it sent too much"}
+            return self.internal(
+                f"the harness did not start ({why.get(ready, 'unexpected first line')}"  # type: ignore[call-overload]
+                f"; {self.channel.exit_info().describe() if ready is EOF else ''})"
+            )
+        if ready.harness_version != HARNESS_VERSION:
+            return self.internal(
+                f"the harness is version {ready.harness_version}, the judge needs "
+                f"{HARNESS_VERSION}: rebuild the sandbox"
+            )
+        startup_ms = (time.monotonic() - started) * 1000 - ready.import_ms
+        timing = {"startup_ms": max(startup_ms, 0.0), "import_ms": ready.import_ms}
+        self.channel.send(self.job.model_dump_json(exclude={"label"}).encode())
+        return self.load(timing)
+
+    def load(self, timing: dict[str, float]) -> RunOutcome:
+        t0 = time.monotonic()
+        try:
+            event = self.next_event(t0 + self.limits.test_seconds + self.grace)
+        except _Violation as exc:
+            event = exc
+        load_ms = (time.monotonic() - t0) * 1000
+        not_run = self.not_run(0, "not run: the submission could not be loaded", None)
+        if isinstance(event, LoadedEvent):
+            return self.tests(
+                {**timing, "load_ms": event.time_ms},
+                load_stdout=event.stdout,
+                load_stderr=event.stderr,
+            )
+        if isinstance(event, CompileErrorEvent):
+            return RunOutcome(status="compile_error", error=event.error, tests=not_run,
+                              load_stdout=event.stdout, load_stderr=event.stderr,
+                              load_ms=load_ms, **timing)
+        if isinstance(event, LoadTimeoutEvent) or event is TIMEOUT:
+            stdout = event.stdout if isinstance(event, LoadTimeoutEvent) else ""
+            return RunOutcome(status="load_timeout", tests=not_run, load_ms=load_ms,
+                              message=f"loading the submission took over {self.limits.test_seconds:g} s",
+                              load_stdout=stdout, **timing)
+        self.channel.kill()
+        if event is EOF:
+            why = self.channel.exit_info().describe()
+        elif event is OVERFLOW:
+            why = "it wrote too much on the judge's channel"
+        else:
+            why = f"the judge's channel was corrupted ({event})"
+        return RunOutcome(status="load_crashed", tests=not_run, load_ms=load_ms,
+                          message=f"the submission ended the harness while loading: {why}", **timing)
+
+    def not_run(self, start: int, message: str, cause: TestStatus | None) -> list[TestRun]:
+        return [
+            TestRun(index=t.index, status="not_run", message=message, cause=cause)
+            for t in self.job.tests[start:]
+        ]
+
+    def tests(self, timing: dict[str, float], **load: str) -> RunOutcome:
+        runs: list[TestRun] = []
+        t0 = time.monotonic()
+        total_deadline = t0 + self.limits.total_seconds + self.grace
+        per_test = self.limits.test_seconds + self.grace
+        for position, test in enumerate(self.job.tests):
+            run = self.one_test(test.index, total_deadline, per_test)
+            runs.append(run)
+            if self.stopped:
+                why = run.message or run.status
+                runs += self.not_run(position + 1, f"not run: an earlier test ended the run ({why})",
+                                     run.status)
+                break
+        tests_ms = (time.monotonic() - t0) * 1000
+        return RunOutcome(status="completed", tests=runs, tests_ms=tests_ms,
+                          harness_stderr=self.channel.diagnostics(), **timing, **load)  # type: ignore[arg-type]
+
+    stopped = False
+
+    def stop(self, index: int, status: TestStatus, message: str, time_ms: float = 0.0) -> TestRun:
+        self.stopped = True
+        self.channel.kill()
+        return TestRun(index=index, status=status, message=message, time_ms=time_ms)
+
+    def one_test(self, index: int, total_deadline: float, per_test: float) -> TestRun:
+        limit = self.limits.test_seconds
+        try:
+            start = self.next_event(min(time.monotonic() + per_test, total_deadline))
+            if not isinstance(start, StartEvent) or start.index != index:
+                return self.unexpected(index, start, 0.0)
+            t0 = time.monotonic()
+            deadline = min(t0 + per_test, total_deadline)
+            event = self.next_event(deadline)
+            elapsed = (time.monotonic() - t0) * 1000
+        except _Violation as exc:
+            return self.stop(index, "crashed", f"the judge's channel was corrupted: {exc}")
+        if isinstance(event, ResultEvent) and event.index == index:
+            run = TestRun(**event.model_dump(exclude={"event"}))
+            if run.status == "ok" and run.time_ms > limit * 1000:
+                run = run.model_copy(update={"status": "timeout", "value": None})
+            if run.status == "output_limit":
+                self.stopped = True
+            return run
+        if event is TIMEOUT:
+            if time.monotonic() >= total_deadline:
+                return self.stop(index, "timeout",
+                                 f"the total time limit of {self.limits.total_seconds:g} s was reached",
+                                 elapsed)
+            return self.stop(index, "timeout", f"the test ran over {limit:g} s", elapsed)
+        return self.unexpected(index, event, elapsed)
+
+    def unexpected(self, index: int, event: object, elapsed: float) -> TestRun:
+        if event is TIMEOUT:
+            return self.stop(index, "timeout", "the total time limit was reached", elapsed)
+        if event is EOF:
+            info = self.channel.exit_info()
+            return self.stop(index, _status_for_exit(info), info.describe(), elapsed)
+        if event is OVERFLOW:
+            return self.stop(index, "output_limit",
+                             "the return value or the judge's channel exceeded the size limit",
+                             elapsed)
+        return self.stop(index, "crashed",
+                         f"the judge's channel was corrupted (unexpected {type(event).__name__})",
+                         elapsed)
