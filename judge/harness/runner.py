@@ -199,8 +199,8 @@ def main() -> None:
         os._exit(0)
     except BaseException as exc:  # SyntaxError, ImportError, SystemExit, ...
         info = _error(exc)
-        if isinstance(exc, SyntaxError):
-            info["line"] = exc.lineno
+        if isinstance(exc, SyntaxError):  # its str() repeats the file and line
+            info.update(message=str(exc.msg)[:MESSAGE_CHARS], line=exc.lineno)
         proto.send("compile_error", error=info, **capture.segment())
         os._exit(0)
     proto.send("loaded", time_ms=(time.perf_counter() - t_load) * 1000, **capture.segment())
