@@ -250,8 +250,8 @@ class _Run:
             run = TestRun(**event.model_dump(exclude={"event"}))
             if run.status == "ok" and run.time_ms > limit * 1000:
                 run = run.model_copy(update={"status": "timeout", "value": None})
-            if run.status == "output_limit":
-                self.stopped = True
+            if run.status in ("output_limit", "timeout"):
+                self.stopped = True  # the harness stops after these; so do we
             return run
         if event is TIMEOUT:
             if time.monotonic() >= total_deadline:
