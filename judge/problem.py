@@ -140,7 +140,7 @@ class Problem:
             raise ProblemError(f"{problem_id}: cannot read statement.md: {exc}") from None
         problem = cls(problem_id, path, spec, statement)
         try:
-            problem.checker
+            _ = problem.checker  # an unknown checker or bad params fail at load, not at grading
         except ConfigError as exc:
             raise ProblemError(f"{problem_id}: {exc}") from None
         return problem

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from judge.verdict import Verdict
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION: Literal[1] = 1
 
 
 class _Model(BaseModel):

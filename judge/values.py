@@ -21,7 +21,11 @@ from judge.harness.codec import ALLOWED_DTYPES
 
 MAX_DIMS = 32
 MAX_NAME = 500
-DType = Literal[tuple(sorted(ALLOWED_DTYPES))]  # type: ignore[valid-type]
+DType = Literal[
+    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "float16", "float32", "float64", "complex64", "complex128",
+]
+assert set(DType.__args__) == ALLOWED_DTYPES  # type: ignore[attr-defined]
 SpecEntry = Annotated[str, Field(max_length=MAX_NAME)] | None | list[
     Annotated[str, Field(max_length=MAX_NAME)]
 ]

@@ -8,6 +8,7 @@ every verdict itself.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import linecache
 import os
@@ -75,10 +76,8 @@ class Capture:
     def segment(self) -> dict[str, Any]:
         """What was written since the last call: the first bytes as text, and the counts."""
         for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
-            try:
+            with contextlib.suppress(Exception):
                 stream.flush()  # type: ignore[union-attr]
-            except Exception:
-                pass
         out: dict[str, Any] = {}
         for name, fd in self.read_fds.items():
             size = self._size(name)
@@ -221,16 +220,14 @@ def main() -> None:
 
             def call(args: list[Any] = args) -> Any:
                 out = entry(*args)
-                try:
+                with contextlib.suppress(Exception):
                     jax.block_until_ready(out)
-                except Exception:
-                    pass
                 return out
 
             value = _timed(test_seconds, call)
             elapsed = time.perf_counter() - t
             fields["value"] = _timed(
-                test_seconds, lambda: codec.encode(value, max_bytes=result_bytes)
+                test_seconds, lambda v=value: codec.encode(v, max_bytes=result_bytes)
             )
         except TimeLimit:
             status = "timeout"

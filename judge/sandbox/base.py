@@ -22,5 +22,5 @@ class Sandbox(ABC):
     @abstractmethod
     def run(self, job: Job) -> RunOutcome: ...
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 (optional hook, not abstract)
         """Release what the backend holds (pools, clients)."""

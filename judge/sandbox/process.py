@@ -107,10 +107,8 @@ class ProcessChannel:
     def exit_info(self) -> ExitInfo:
         """How the harness ended; waits a moment for it to exit on its own first."""
         if not self._killed:
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(timeout=1.0)
-            except subprocess.TimeoutExpired:
-                pass
             self.kill()
         code = self.proc.returncode
         if code is not None and code < 0:

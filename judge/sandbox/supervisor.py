@@ -14,6 +14,7 @@ import json
 import signal
 import time
 from dataclasses import dataclass
+from typing import Any
 from typing import Protocol as TypingProtocol
 
 from pydantic import TypeAdapter, ValidationError
@@ -21,7 +22,6 @@ from pydantic import TypeAdapter, ValidationError
 from judge.harness import HARNESS_VERSION
 from judge.sandbox.protocol import (
     CompileErrorEvent,
-    DoneEvent,
     Event,
     Job,
     LoadedEvent,
@@ -132,6 +132,7 @@ class _Run:
         self.startup_seconds = startup_seconds
         self.grace = grace
         self.limits = job.limits
+        self.timing: dict[str, float] = {}
 
     def next_event(self, deadline: float) -> object:
         remaining = deadline - time.monotonic()
@@ -156,22 +157,29 @@ class _Run:
         except _Violation as exc:
             return self.internal(f"the harness broke the protocol before loading: {exc}")
         if not isinstance(ready, ReadyEvent):
-            why = {EOF: "it exited", TIMEOUT: "it timed out", OVERFLOW: "it sent too much"}
-            return self.internal(
-                f"the harness did not start ({why.get(ready, 'unexpected first line')}"  # type: ignore[call-overload]
-                f"; {self.channel.exit_info().describe() if ready is EOF else ''})"
-            )
+            if ready is EOF:
+                why = f"it exited: {self.channel.exit_info().describe()}"
+            elif ready is TIMEOUT:
+                why = f"it sent nothing within {self.startup_seconds:g} s"
+            else:
+                why = "its first line was not 'ready'"
+            return self.internal(f"the harness did not start ({why})")
         if ready.harness_version != HARNESS_VERSION:
             return self.internal(
                 f"the harness is version {ready.harness_version}, the judge needs "
                 f"{HARNESS_VERSION}: rebuild the sandbox"
             )
-        startup_ms = (time.monotonic() - started) * 1000 - ready.import_ms
-        timing = {"startup_ms": max(startup_ms, 0.0), "import_ms": ready.import_ms}
+        self.timing = {
+            "startup_ms": max((time.monotonic() - started) * 1000 - ready.import_ms, 0.0),
+            "import_ms": ready.import_ms,
+        }
         self.channel.send(self.job.model_dump_json(exclude={"label"}).encode())
-        return self.load(timing)
+        return self.load()
 
-    def load(self, timing: dict[str, float]) -> RunOutcome:
+    def outcome(self, **fields: Any) -> RunOutcome:
+        return RunOutcome(**{**self.timing, **fields})
+
+    def load(self) -> RunOutcome:
         t0 = time.monotonic()
         try:
             event = self.next_event(t0 + self.limits.test_seconds + self.grace)
@@ -180,20 +188,17 @@ class _Run:
         load_ms = (time.monotonic() - t0) * 1000
         not_run = self.not_run(0, "not run: the submission could not be loaded", None)
         if isinstance(event, LoadedEvent):
-            return self.tests(
-                {**timing, "load_ms": event.time_ms},
-                load_stdout=event.stdout,
-                load_stderr=event.stderr,
-            )
+            return self.tests(load_ms=event.time_ms, load_stdout=event.stdout,
+                              load_stderr=event.stderr)
         if isinstance(event, CompileErrorEvent):
-            return RunOutcome(status="compile_error", error=event.error, tests=not_run,
-                              load_stdout=event.stdout, load_stderr=event.stderr,
-                              load_ms=load_ms, **timing)
+            return self.outcome(status="compile_error", error=event.error, tests=not_run,
+                                load_stdout=event.stdout, load_stderr=event.stderr,
+                                load_ms=load_ms)
         if isinstance(event, LoadTimeoutEvent) or event is TIMEOUT:
             stdout = event.stdout if isinstance(event, LoadTimeoutEvent) else ""
-            return RunOutcome(status="load_timeout", tests=not_run, load_ms=load_ms,
-                              message=f"loading the submission took over {self.limits.test_seconds:g} s",
-                              load_stdout=stdout, **timing)
+            return self.outcome(
+                status="load_timeout", tests=not_run, load_ms=load_ms, load_stdout=stdout,
+                message=f"loading the submission took over {self.limits.test_seconds:g} s")
         self.channel.kill()
         if event is EOF:
             why = self.channel.exit_info().describe()
@@ -201,8 +206,8 @@ class _Run:
             why = "it wrote too much on the judge's channel"
         else:
             why = f"the judge's channel was corrupted ({event})"
-        return RunOutcome(status="load_crashed", tests=not_run, load_ms=load_ms,
-                          message=f"the submission ended the harness while loading: {why}", **timing)
+        return self.outcome(status="load_crashed", tests=not_run, load_ms=load_ms,
+                            message=f"the submission ended the harness while loading: {why}")
 
     def not_run(self, start: int, message: str, cause: TestStatus | None) -> list[TestRun]:
         return [
@@ -210,7 +215,7 @@ class _Run:
             for t in self.job.tests[start:]
         ]
 
-    def tests(self, timing: dict[str, float], **load: str) -> RunOutcome:
+    def tests(self, **load: Any) -> RunOutcome:
         runs: list[TestRun] = []
         t0 = time.monotonic()
         total_deadline = t0 + self.limits.total_seconds + self.grace
@@ -224,8 +229,8 @@ class _Run:
                                      run.status)
                 break
         tests_ms = (time.monotonic() - t0) * 1000
-        return RunOutcome(status="completed", tests=runs, tests_ms=tests_ms,
-                          harness_stderr=self.channel.diagnostics(), **timing, **load)  # type: ignore[arg-type]
+        return self.outcome(status="completed", tests=runs, tests_ms=tests_ms,
+                            harness_stderr=self.channel.diagnostics(), **load)
 
     stopped = False
 

@@ -1,0 +1,35 @@
+# jaxjudge: `make install` then `make test`.
+PYTHON ?= python3.11
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+
+.PHONY: install lint test test-fast verify bench clean
+
+install: $(BIN)/jaxjudge
+
+$(BIN)/jaxjudge: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	@touch $@
+
+lint: install
+	$(BIN)/ruff check judge api workers tests bench
+	$(BIN)/lint-imports
+	$(BIN)/mypy
+
+test: lint
+	$(BIN)/pytest
+	$(BIN)/jaxjudge verify
+
+test-fast: install
+	$(BIN)/pytest -m "not slow"
+
+verify: install
+	$(BIN)/jaxjudge verify
+
+bench: install
+	$(BIN)/python bench/grade_seeds.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,191 @@
+"""The ``jaxjudge`` command: outputs, exit codes and every error path."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from judge.cli import main
+from judge.report import VerdictReport
+from tests_support import FIXTURE_PROBLEMS
+
+CORRECT = "def layout(num_devices, kernel_in, kernel_out):\n    return [kernel_in, kernel_out // num_devices]\n"
+
+
+@pytest.fixture(autouse=True)
+def fixture_problems(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JAXJUDGE_PROBLEMS_DIR", str(FIXTURE_PROBLEMS))
+
+
+def jaxjudge(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exit_info:
+        main(list(argv))
+        raise SystemExit(0)
+    out, err = capsys.readouterr()
+    code = exit_info.value.code
+    return (code if isinstance(code, int) else 0), out, err
+
+
+def write(tmp_path: Path, name: str, data: bytes) -> str:
+    path = tmp_path / name
+    path.write_bytes(data)
+    return str(path)
+
+
+def assert_one_line_error(code: int, err: str, *needles: str) -> None:
+    assert code == 2
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    assert lines[0].startswith("jaxjudge: error: ")
+    for needle in needles:
+        assert needle in lines[0]
+
+
+def test_problems_lists_every_fixture(capsys) -> None:
+    code, out, _ = jaxjudge(capsys, "problems")
+    assert code == 0
+    assert "demo/layout" in out and "demo/sharded" in out
+
+
+def test_show_prints_statement_signature_and_samples_only(capsys) -> None:
+    code, out, _ = jaxjudge(capsys, "show", "demo/layout")
+    assert code == 0
+    assert "Return the per-shard shape." in out
+    assert "def layout(num_devices, kernel_in, kernel_out):" in out
+    assert "four:" in out and "two:" in out
+    assert "eight" not in out and "one:" not in out  # hidden tests stay hidden
+
+
+@pytest.mark.slow
+def test_grade_json_prints_the_report_alone_on_stdout(capsys, tmp_path: Path) -> None:
+    code, out, err = jaxjudge(capsys, "grade", "demo/layout", write(tmp_path, "a.py", CORRECT.encode()),
+                              "--format", "json")
+    assert code == 0
+    report = VerdictReport.model_validate(json.loads(out))
+    assert report.verdict == "accepted" and report.problem == "demo/layout"
+    assert "does not isolate" in err  # the process sandbox warns, on stderr
+
+
+@pytest.mark.slow
+def test_grade_text_is_a_table_and_exits_0_on_a_wrong_answer(capsys, tmp_path: Path) -> None:
+    bad = "def layout(num_devices, kernel_in, kernel_out):\n    return [0, 0]\n"
+    code, out, _ = jaxjudge(capsys, "grade", "demo/layout", write(tmp_path, "b.py", bad.encode()))
+    assert code == 0
+    assert "wrong_answer" in out and "four" in out and "expected:" in out
+
+
+@pytest.mark.parametrize(
+    ("problem", "needles"),
+    [
+        ("demo/layot", ["unknown problem 'demo/layot'", "demo/layout"]),
+        ("other/layout", ["did you mean", "demo/layout"]),
+        ("nothing-like-it", ["unknown problem"]),
+    ],
+)
+def test_unknown_problem_names_close_matches(capsys, tmp_path: Path, problem: str,
+                                             needles: list[str]) -> None:
+    code, _, err = jaxjudge(capsys, "grade", problem, write(tmp_path, "a.py", CORRECT.encode()))
+    assert_one_line_error(code, err, *needles)
+
+
+@pytest.mark.parametrize(
+    ("data", "needle"),
+    [
+        (b"\xff\xfe def", "not UTF-8"),
+        (b"", "empty"),
+        (b"   \n\n", "empty"),
+        (b"x = 1\0", "NUL"),
+        (b"#" * (256 * 1024 + 1), "the limit is 262144 bytes"),
+    ],
+)
+def test_bad_files_are_refused(capsys, tmp_path: Path, data: bytes, needle: str) -> None:
+    code, _, err = jaxjudge(capsys, "grade", "demo/layout", write(tmp_path, "bad.py", data))
+    assert_one_line_error(code, err, needle)
+
+
+def test_a_file_of_exactly_the_limit_is_accepted_for_grading(tmp_path: Path) -> None:
+    from judge.grading import decode_code
+    from judge.settings import Settings
+
+    data = b"#" * (256 * 1024 - 1) + b"\n"
+    assert decode_code(data, Settings()) == data.decode()
+
+
+def test_missing_file_and_directory(capsys, tmp_path: Path) -> None:
+    code, _, err = jaxjudge(capsys, "grade", "demo/layout", str(tmp_path / "nope.py"))
+    assert_one_line_error(code, err, "no such file")
+    code, _, err = jaxjudge(capsys, "grade", "demo/layout", str(tmp_path))
+    assert_one_line_error(code, err, "not a regular file")
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["grade", "demo/layout"], "Missing argument"),
+        (["grade", "demo/layout", "x.py", "--format", "xml"], "'xml' is not one of"),
+        (["grade", "demo/layout", "x.py", "--sandbox", "vm"], "unknown sandbox 'vm'"),
+        (["frobnicate"], "No such command"),
+        (["show"], "Missing argument"),
+        (["build"], "Missing argument"),
+    ],
+)
+def test_usage_errors_are_one_line_and_exit_2(capsys, tmp_path: Path, argv: list[str],
+                                              needle: str) -> None:
+    if "x.py" in argv:
+        argv[argv.index("x.py")] = write(tmp_path, "x.py", CORRECT.encode())
+    code, _, err = jaxjudge(capsys, *argv)
+    assert_one_line_error(code, err, needle)
+
+
+def test_show_unknown_problem(capsys) -> None:
+    code, _, err = jaxjudge(capsys, "show", "demo/nope")
+    assert_one_line_error(code, err, "unknown problem")
+
+
+def test_tampered_test_data_is_refused_not_graded(capsys, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "problems"
+    shutil.copytree(FIXTURE_PROBLEMS / "demo" / "layout", root / "demo" / "layout")
+    hidden = next((root / "demo" / "layout" / "data" / "hidden").glob("*.json"))
+    hidden.write_text(hidden.read_text().replace('"v": 5.0', '"v": 6.0'))
+    monkeypatch.setenv("JAXJUDGE_PROBLEMS_DIR", str(root))
+    code, _, err = jaxjudge(capsys, "grade", "demo/layout", write(tmp_path, "a.py", CORRECT.encode()))
+    assert code == 1
+    assert "does not match its hash" in err
+
+
+@pytest.mark.slow
+def test_build_then_verify_and_verify_catches_a_misfiled_example(
+    capsys, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "problems"
+    package = root / "demo" / "layout"
+    shutil.copytree(FIXTURE_PROBLEMS / "demo" / "layout", package)
+    shutil.rmtree(package / "data")
+    monkeypatch.setenv("JAXJUDGE_PROBLEMS_DIR", str(root))
+
+    code, _, err = jaxjudge(capsys, "grade", "demo/layout", write(tmp_path, "a.py", CORRECT.encode()))
+    assert code == 1 and "jaxjudge build demo/layout" in err  # no data yet
+
+    code, out, _ = jaxjudge(capsys, "build", "demo/layout")
+    assert code == 0 and "5 tests" in out
+    stored = sorted(p.name for p in (package / "data").rglob("*.json"))
+    original = sorted(p.name for p in (FIXTURE_PROBLEMS / "demo/layout/data").rglob("*.json"))
+    assert stored == original
+    assert (package / "data" / "manifest.json").read_text() == (
+        FIXTURE_PROBLEMS / "demo/layout/data/manifest.json").read_text()  # reproducible
+
+    (package / "submissions" / "accepted").mkdir(parents=True)
+    (package / "submissions" / "accepted" / "good.py").write_text(CORRECT)
+    code, out, _ = jaxjudge(capsys, "verify", "demo/layout")
+    assert code == 0, out
+    assert "submissions/accepted/good.py: accepted" in out
+
+    (package / "submissions" / "wrong_answer").mkdir()
+    (package / "submissions" / "wrong_answer" / "not_wrong.py").write_text(CORRECT)
+    code, out, _ = jaxjudge(capsys, "verify", "demo/layout")
+    assert code == 1
+    assert "FAIL" in out and "not_wrong.py: accepted (expected wrong_answer)" in out
