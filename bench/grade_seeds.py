@@ -1,0 +1,114 @@
+"""How long `jaxjudge grade` takes per seed problem, from a cold process.
+
+Runs `jaxjudge grade ID <reference> --format json` as a fresh process, RUNS times per
+problem, and splits each run's wall time into:
+
+  cli        the jaxjudge process itself: interpreter, judge imports, loading the problem
+             and its test data, printing (wall time minus the grading function's time)
+  spawn      starting the harness's interpreter in the sandbox
+  import     importing jax and flax and bringing up the 8 CPU devices in the harness
+  load       loading the submission
+  tests      running every test (calls, transfers, encoding), wall clock
+  wall       the whole command
+
+Prints a table (median, and the slowest run in brackets) and writes it into
+docs/performance.md between the bench:grade_seeds markers.
+
+    .venv/bin/python bench/grade_seeds.py [--runs 5] [--sandbox process]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from datetime import date
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+ROOT = Path(__file__).resolve().parent.parent
+SEEDS = [
+    "jax-sharding/partitionspec-layout",
+    "jax-sharding/state-sharding",
+    "jax-sharding/with-partitioning",
+    "jax-sharding/mesh-init-simulation",
+]
+COLUMNS = ["cli", "spawn", "import", "load", "tests", "wall"]
+DOC = ROOT / "docs" / "performance.md"
+BEGIN, END = "<!-- bench:grade_seeds -->", "<!-- /bench:grade_seeds -->"
+
+
+def one_run(problem: str, sandbox: str) -> dict[str, float]:
+    reference = ROOT / "problemsets" / problem / "reference.py"
+    exe = Path(sys.executable).parent / "jaxjudge"
+    started = time.perf_counter()
+    done = subprocess.run(
+        [str(exe), "grade", problem, str(reference), "--format", "json", "--sandbox", sandbox],
+        capture_output=True, check=True, cwd=ROOT,
+    )
+    wall = (time.perf_counter() - started) * 1000
+    report = json.loads(done.stdout)
+    if report["verdict"] != "accepted":
+        raise SystemExit(f"{problem}: the reference got {report['verdict']}")
+    t = report["timings"]
+    return {
+        "cli": wall - t["total_ms"],
+        "spawn": t["startup_ms"],
+        "import": t["import_ms"],
+        "load": t["load_ms"],
+        "tests": t["tests_ms"],
+        "wall": wall,
+        "n_tests": len(report["tests"]),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--sandbox", default="process")
+    args = parser.parse_args()
+
+    rows = []
+    for problem in SEEDS:
+        runs = [one_run(problem, args.sandbox) for _ in range(args.runs)]
+        cells = []
+        for col in COLUMNS:
+            values = [r[col] for r in runs]
+            cells.append(f"{statistics.median(values):.0f} ({max(values):.0f})")
+        rows.append((problem, int(runs[0]["n_tests"]), cells))
+
+    table = Table(title=f"jaxjudge grade, cold process, {args.sandbox} sandbox, ms: "
+                        f"median (slowest) of {args.runs}")
+    for name in ["problem", "tests", *COLUMNS]:
+        table.add_column(name, justify="left" if name == "problem" else "right")
+    for problem, n, cells in rows:
+        table.add_row(problem, str(n), *cells)
+    Console().print(table)
+
+    lines = [
+        BEGIN,
+        f"Measured {date.today()} on {platform.node() or 'this machine'} "
+        f"({platform.processor() or platform.machine()}, Python {platform.python_version()}) "
+        f"by `bench/grade_seeds.py --runs {args.runs} --sandbox {args.sandbox}`: "
+        "milliseconds, median (slowest).",
+        "",
+        "| problem | tests | " + " | ".join(COLUMNS) + " |",
+        "|---|---:|" + "---:|" * len(COLUMNS),
+        *(f"| `{p}` | {n} | " + " | ".join(c) + " |" for p, n, c in rows),
+        END,
+    ]
+    text = DOC.read_text() if DOC.exists() else "# Performance\n\n" + BEGIN + "\n" + END + "\n"
+    head, _, rest = text.partition(BEGIN)
+    _, _, tail = rest.partition(END)
+    DOC.write_text(head + "\n".join(lines) + tail)
+    print(f"wrote {DOC.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
