@@ -69,7 +69,7 @@ def problems(obj: Context) -> None:
 def show(obj: Context, problem_id: str) -> None:
     """Print a problem's statement, signature and sample tests."""
     from judge.testdata import load_tests
-    from judge.values import render
+    from judge.values import render, render_input
 
     problem = obj.catalog.get(problem_id)
     spec = problem.spec
@@ -86,12 +86,10 @@ def show(obj: Context, problem_id: str) -> None:
                   f"{lim.total_seconds:g} s in all, {lim.memory_mb} MiB, "
                   f"{lim.output_kb} KiB of output")
     obj.out.print("\n[bold]Sample tests[/bold]")
-    from judge.grading import _render_input
-
     for test in load_tests(problem):
         if test.visibility != "sample":
             continue
-        args = ", ".join(f"{k}={_render_input(v)}" for k, v in test.args.items())
+        args = ", ".join(f"{k}={render_input(v)}" for k, v in test.args.items())
         obj.out.print(f"  {test.name}: {escape(args)}\n    -> {escape(render(test.expected))}")
 
 

@@ -19,7 +19,7 @@ from judge.sandbox.base import Sandbox
 from judge.sandbox.protocol import ErrorInfo, Job, JobTest, RunOutcome, TestRun, TestStatus
 from judge.settings import Settings
 from judge.testdata import StoredTest, load_tests
-from judge.values import render
+from judge.values import render, render_input
 from judge.verdict import Verdict, overall
 
 STATUS_VERDICT: dict[str, Verdict] = {
@@ -118,7 +118,7 @@ def _judge_test(test: StoredTest, run: TestRun, checker: Checker) -> TestResult:
     extra = {}
     if sample:
         extra = {
-            "input": ", ".join(f"{k}={_render_input(v)}" for k, v in test.args.items()),
+            "input": ", ".join(f"{k}={render_input(v)}" for k, v in test.args.items()),
             "expected": render(test.expected),
             "received": render(run.value) if run.value is not None else None,
         }
@@ -132,17 +132,6 @@ def _judge_test(test: StoredTest, run: TestRun, checker: Checker) -> TestResult:
         message=message,
         **extra,
     )
-
-
-def _render_input(encoded: dict) -> str:
-    from judge.values import ArrayValue, FloatValue
-
-    if encoded.get("t") == "array":
-        arr = ArrayValue.model_validate(encoded)
-        return f"<{arr.dtype} array of shape {tuple(arr.shape)}>"
-    if encoded.get("t") == "float":
-        return repr(FloatValue.model_validate(encoded).number)
-    return repr(encoded.get("v"))
 
 
 def _capped(text: str, limit: int) -> str:

@@ -261,3 +261,13 @@ def _render(value: Any) -> str:
     if isinstance(value, OpaqueValue):
         return f"<{value.type}>"
     return "<?>"
+
+
+def render_input(encoded: dict[str, Any]) -> str:
+    """A test input, briefly: arrays by dtype and shape, scalars by value."""
+    if encoded.get("t") == "array":
+        arr = ArrayValue.model_validate(encoded)
+        return f"<{arr.dtype} array of shape {tuple(arr.shape)}>"
+    if encoded.get("t") == "float":
+        return repr(FloatValue.model_validate(encoded).number)
+    return repr(encoded.get("v"))
