@@ -39,7 +39,7 @@ def decode_code(data: bytes, settings: Settings) -> str:
             f"the file is {len(data)} bytes; the limit is {settings.max_code_bytes} bytes"
         )
     try:
-        code = data.decode("utf-8")
+        code = data.decode("utf-8-sig")  # a leading BOM is fine, as Python itself allows
     except UnicodeDecodeError as exc:
         raise SubmissionRejected(f"the file is not UTF-8 (byte {exc.start})") from None
     if not code.strip():

@@ -15,7 +15,16 @@ import math
 from typing import Annotated, Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    TypeAdapter,
+    model_validator,
+)
 
 from judge.harness.codec import ALLOWED_DTYPES
 
@@ -85,18 +94,25 @@ class ArrayValue(_Model):
     orig_dtype: str | None = Field(default=None, max_length=50)
     sharding: ShardingInfo | None = None
 
-    def to_numpy(self) -> np.ndarray:
-        """Rebuild the array from its bytes; raise ValueError when they don't fit."""
-        dtype = np.dtype(self.dtype).newbyteorder("<")
+    @model_validator(mode="after")
+    def _bytes_fit(self) -> ArrayValue:
+        self._raw()
+        return self
+
+    def _raw(self) -> bytes:
         try:
             raw = base64.b64decode(self.data, validate=True)
         except binascii.Error as exc:
             raise ValueError(f"array data is not base64: {exc}") from None
-        count = math.prod(self.shape)
-        if len(raw) != count * dtype.itemsize:
-            raise ValueError(f"array data has {len(raw)} bytes, shape {self.shape} needs "
-                             f"{count * dtype.itemsize}")
-        arr = np.frombuffer(raw, dtype=dtype).astype(dtype.newbyteorder("="))
+        needed = math.prod(self.shape) * np.dtype(self.dtype).itemsize
+        if len(raw) != needed:
+            raise ValueError(f"array data has {len(raw)} bytes, shape {self.shape} needs {needed}")
+        return raw
+
+    def to_numpy(self) -> np.ndarray:
+        """Rebuild the array from its bytes (checked against dtype and shape)."""
+        dtype = np.dtype(self.dtype).newbyteorder("<")
+        arr = np.frombuffer(self._raw(), dtype=dtype).astype(dtype.newbyteorder("="))
         return arr.reshape(self.shape)
 
 
@@ -237,6 +253,8 @@ def _render(value: Any) -> str:
         except ValueError as exc:
             return f"<invalid array: {exc}>"
         body = np.array2string(arr, threshold=64, separator=", ")
+        if len(body) > 1_000:
+            body = body[:997] + "..."
         text = f"{body} ({value.dtype}, shape {tuple(value.shape)})"
         if value.sharding is not None and value.sharding.spec is not None:
             text += f" sharded {format_spec(value.sharding.spec)}"
@@ -263,11 +281,12 @@ def _render(value: Any) -> str:
     return "<?>"
 
 
-def render_input(encoded: dict[str, Any]) -> str:
-    """A test input, briefly: arrays by dtype and shape, scalars by value."""
-    if encoded.get("t") == "array":
-        arr = ArrayValue.model_validate(encoded)
-        return f"<{arr.dtype} array of shape {tuple(arr.shape)}>"
-    if encoded.get("t") == "float":
-        return repr(FloatValue.model_validate(encoded).number)
-    return repr(encoded.get("v"))
+VALUE: TypeAdapter[Any] = TypeAdapter(Value)
+
+
+def render_input(encoded: dict[str, Any], limit: int = 500) -> str:
+    """A test input, briefly: arrays by dtype and shape, everything else by value."""
+    value = VALUE.validate_python(encoded)
+    if isinstance(value, ArrayValue):
+        return f"<{value.dtype} array of shape {tuple(value.shape)}>"
+    return render(value, limit)

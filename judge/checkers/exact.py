@@ -4,7 +4,8 @@ Policy:
 
 - Numbers and arrays are read as NumPy arrays on both sides (lists and tuples included).
   Shapes must be equal; bool only matches bool, int and float compare by value (``4 ==
-  4.0``) unless ``strict_dtype`` asks for the very same dtype.
+  4.0``, in float64, so ints beyond 2**53 compare approximately against floats) unless
+  ``strict_dtype`` asks for the very same dtype (bfloat16 counts as its own dtype).
 - NaN equals NaN at the same position (``nan_equal``, on by default); ``inf`` only equals
   ``inf`` of the same sign.
 - Anything that is not numeric on the expected side (a PartitionSpec, a string, a tree of
@@ -21,7 +22,14 @@ import numpy as np
 from judge.checkers.base import Checker, CheckerParams, CheckResult
 from judge.checkers.numeric import as_arrays, mismatch
 from judge.checkers.structure import compare_structure
-from judge.values import NotNumeric, to_numeric
+from judge.values import ArrayValue, NotNumeric, to_numeric
+
+
+def _dtype(value: Any, array: np.ndarray) -> str:
+    """The dtype the submission produced: bfloat16 travels as float32 but is bfloat16."""
+    if isinstance(value, ArrayValue) and value.orig_dtype:
+        return value.orig_dtype
+    return array.dtype.name
 
 
 class ExactParams(CheckerParams):
@@ -46,10 +54,11 @@ class ExactChecker(Checker):
         if isinstance(arrays, CheckResult):
             return arrays
         exp, got = arrays
-        if self.params.strict_dtype and exp.dtype != got.dtype:
+        exp_dtype, got_dtype = _dtype(expected, exp), _dtype(received, got)
+        if self.params.strict_dtype and exp_dtype != got_dtype:
             return CheckResult.fail(
-                f"the result has dtype {got.dtype}, which is not the expected dtype",
-                f"the result has dtype {got.dtype}, expected {exp.dtype}",
+                f"the result has dtype {got_dtype}, which is not the expected dtype",
+                f"the result has dtype {got_dtype}, expected {exp_dtype}",
             )
         with np.errstate(invalid="ignore"):
             equal = exp == got

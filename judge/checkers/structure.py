@@ -1,8 +1,10 @@
 """Walk an expected value and a received one side by side.
 
 Used by every checker for values that are not plain arrays: lists and tuples (either
-matches either), dicts and pytrees (same keys, in any order), PartitionSpecs and
-NamedShardings (normalised), strings and None (equal). Numeric leaves go to the checker's
+matches either), dicts (same keys, in any order), pytrees (``nnx.State`` and friends:
+compared leaf by leaf at their key paths, so a nested dict with the same leaves at the same
+paths matches too), PartitionSpecs and NamedShardings (normalised), strings and None
+(equal). Numeric leaves go to the checker's
 own ``leaf`` function. Messages name the path, which is structure, not data.
 """
 
@@ -39,67 +41,99 @@ def _at(path: str, result: CheckResult) -> CheckResult:
     return CheckResult(False, f"at {path}: {result.reason}", f"at {path}: {result.detail}")
 
 
-def compare_structure(expected: Any, received: Any, leaf: Leaf, path: str = "") -> CheckResult:
-    return _at(path, _compare(expected, received, leaf, path))
+def compare_structure(expected: Any, received: Any, leaf: Leaf) -> CheckResult:
+    return _compare(expected, received, leaf, "")
+
+
+def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    """Leaves by key path, as ``jax.tree_util.keystr`` writes them (``['a'][0]``), so that
+    a dict, a list and a pytree holding the same leaves at the same paths compare equal."""
+    if isinstance(value, DictValue):
+        out: dict[str, Any] = {}
+        for key, item in value.items:
+            out.update(flatten(item, f"{prefix}[{key!r}]"))
+        return out
+    if isinstance(value, ListValue):
+        out = {}
+        for i, item in enumerate(value.items):
+            out.update(flatten(item, f"{prefix}[{i}]"))
+        return out
+    if isinstance(value, TreeValue):
+        out = {}
+        for path, item in value.items:
+            out.update(flatten(item, prefix + path))
+        return out
+    return {prefix: value}
 
 
 def _compare(expected: Any, received: Any, leaf: Leaf, path: str) -> CheckResult:
+    """Failures found at this level get ``path`` once; deeper ones come back whole."""
     if isinstance(expected, NUMERIC):
-        return leaf(expected, received)
-    if isinstance(expected, ListValue):
+        return _at(path, leaf(expected, received))
+    if isinstance(expected, ListValue) and not isinstance(received, TreeValue):
         if not isinstance(received, ListValue):
-            return CheckResult.fail(f"expected a {expected.t}, got {_kind(received)}")
+            return _at(path, CheckResult.fail(f"expected a {expected.t}, got {_kind(received)}"))
         if len(received.items) != len(expected.items):
-            return CheckResult.fail(
+            return _at(path, CheckResult.fail(
                 f"the {expected.t} has {len(received.items)} items, which is not the expected count",
                 f"the {expected.t} has {len(received.items)} items, expected {len(expected.items)}",
-            )
+            ))
         for i, (e, r) in enumerate(zip(expected.items, received.items, strict=True)):
-            result = compare_structure(e, r, leaf, f"{path}[{i}]")
+            result = _compare(e, r, leaf, f"{path}[{i}]")
             if not result.passed:
                 return result
         return CheckResult.ok()
-    if isinstance(expected, DictValue | TreeValue):
-        if not isinstance(received, DictValue | TreeValue):
-            return CheckResult.fail(f"expected a mapping or pytree, got {_kind(received)}")
-        exp, got = dict(expected.items), dict(received.items)
-        missing, extra = sorted(set(exp) - set(got)), sorted(set(got) - set(exp))
-        if missing or extra:
-            parts = []
-            if missing:
-                parts.append(f"missing {', '.join(missing[:5])}")
-            if extra:
-                parts.append(f"unexpected {', '.join(extra[:5])}")
-            return CheckResult.fail(f"the keys differ: {'; '.join(parts)}")
-        for key in exp:
-            result = compare_structure(exp[key], got[key], leaf, f"{path}{_key(key)}")
-            if not result.passed:
-                return result
-        return CheckResult.ok()
+    if isinstance(expected, DictValue) and isinstance(received, DictValue):
+        return _compare_keyed(dict(expected.items), dict(received.items), leaf, path, _key)
+    if isinstance(expected, ListValue | DictValue | TreeValue):
+        # A pytree may stand for a list or a dict (and a dict for a pytree); a list for a
+        # dict may not.
+        fits = (ListValue | DictValue | TreeValue) if isinstance(expected, TreeValue) else (
+            TreeValue if isinstance(expected, ListValue) else DictValue | TreeValue)
+        if not isinstance(received, fits):
+            return _at(path, CheckResult.fail(f"expected {_kind(expected)}, got {_kind(received)}"))
+        return _compare_keyed(flatten(expected), flatten(received), leaf, path, lambda k: k)
     if isinstance(expected, PSpecValue):
         if not isinstance(received, PSpecValue):
-            return CheckResult.fail(f"expected a PartitionSpec, got {_kind(received)}")
+            return _at(path, CheckResult.fail(f"expected a PartitionSpec, got {_kind(received)}"))
         if normalize_spec(expected.v) != normalize_spec(received.v):
-            return CheckResult.fail(
+            return _at(path, CheckResult.fail(
                 f"the PartitionSpec {format_spec(received.v)} is not the expected one",
                 f"got {format_spec(received.v)}, expected {format_spec(expected.v)}",
-            )
+            ))
         return CheckResult.ok()
     if isinstance(expected, NamedShardingValue):
         if not isinstance(received, NamedShardingValue):
-            return CheckResult.fail(f"expected a NamedSharding, got {_kind(received)}")
-        return compare_layout(
+            return _at(path, CheckResult.fail(f"expected a NamedSharding, got {_kind(received)}"))
+        return _at(path, compare_layout(
             expected.spec, expected.mesh_axes, expected.mesh_shape,
             received.spec, received.mesh_axes, received.mesh_shape,
-        )
+        ))
     if isinstance(expected, NoneValue | StrValue):
         if type(received) is not type(expected) or received != expected:
-            return CheckResult.fail(
+            return _at(path, CheckResult.fail(
                 f"got {_kind(received)}, which is not the expected value",
                 f"got {render(received, 200)}, expected {render(expected, 200)}",
-            )
+            ))
         return CheckResult.ok()
-    return CheckResult.fail(f"the expected value ({_kind(expected)}) cannot be compared")
+    return _at(path, CheckResult.fail(f"the expected value ({_kind(expected)}) cannot be compared"))
+
+
+def _compare_keyed(exp: dict[str, Any], got: dict[str, Any], leaf: Leaf, path: str,
+                   step: Callable[[str], str]) -> CheckResult:
+    missing, extra = sorted(set(exp) - set(got)), sorted(set(got) - set(exp))
+    if missing or extra:
+        parts = []
+        if missing:
+            parts.append(f"missing {', '.join(missing[:5])}")
+        if extra:
+            parts.append(f"unexpected {', '.join(extra[:5])}")
+        return _at(path, CheckResult.fail(f"the keys differ: {'; '.join(parts)}"))
+    for key in exp:
+        result = _compare(exp[key], got[key], leaf, f"{path}{step(key)}")
+        if not result.passed:
+            return result
+    return CheckResult.ok()
 
 
 def compare_layout(

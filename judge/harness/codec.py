@@ -7,7 +7,8 @@ arrays from the bytes itself. The format (one JSON object per value, tag ``t``):
 =================  =============================================================
 ``none``           ``None``
 ``bool``           ``{"v": true}``
-``int``            ``{"v": 3}`` (Python ints of up to 4,000 digits)
+``int``            ``{"v": 3}`` (Python ints of up to 4,000 digits); a Python ``complex``
+                   travels as a 0-d complex128 array
 ``float``          ``{"v": 1.5}``; NaN and infinities as ``"nan"``, ``"inf"``, ``"-inf"``
 ``str``            ``{"v": "..."}``
 ``array``          ``{"dtype", "shape", "data"}``: ``data`` is base64 of the C-order,
@@ -56,7 +57,7 @@ ALLOWED_DTYPES = frozenset(
     ]
 )
 MAX_STR = 10_000
-MAX_INT_BITS = 13_000  # about 4,000 decimal digits, under int_max_str_digits
+MAX_INT_BITS = 13_288  # 4,000 decimal digits, under Python's int_max_str_digits (4,300)
 
 
 class EncodeLimit(Exception):
@@ -108,6 +109,8 @@ def _encode(value: Any, budget: _Budget, depth: int) -> dict[str, Any]:
         return {"t": "int", "v": value}
     if kind is float:
         return {"t": "float", "v": _float(value)}
+    if kind is complex:
+        return _array(np.asarray(value), budget, depth, None)
     if kind is str:
         if len(value) > MAX_STR:
             raise EncodeLimit(f"a string longer than {MAX_STR} characters")

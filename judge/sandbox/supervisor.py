@@ -11,12 +11,14 @@ that comes before it is the judge's (internal error).
 from __future__ import annotations
 
 import json
+import re
 import signal
 import time
 from dataclasses import dataclass
 from typing import Any
 from typing import Protocol as TypingProtocol
 
+import numpy as np
 from pydantic import TypeAdapter, ValidationError
 
 from judge.harness import HARNESS_VERSION
@@ -35,7 +37,12 @@ from judge.sandbox.protocol import (
 )
 
 EVENT = TypeAdapter(Event)
-MAX_JSON_DEPTH = 64
+# The codec nests values at most 32 deep; in JSON a list level costs 2 brackets and a dict
+# level 3 ({"items": [[key, value]]}), plus the event and a sharding around them.
+MAX_JSON_DEPTH = 3 * 32 + 16
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+_OPEN = np.frombuffer(b"[{", dtype=np.uint8)
+_CLOSE = np.frombuffer(b"]}", dtype=np.uint8)
 
 
 class Eof:
@@ -87,15 +94,10 @@ class _Violation(Exception):
 
 
 def _depth_ok(text: bytes) -> bool:
-    depth = 0
-    for byte in text:
-        if byte in b"[{":
-            depth += 1
-            if depth > MAX_JSON_DEPTH:
-                return False
-        elif byte in b"]}":
-            depth -= 1
-    return True
+    """Whether the JSON nests at most MAX_JSON_DEPTH deep, brackets in strings aside."""
+    bare = np.frombuffer(_STRING.sub(b'""', text), dtype=np.uint8)
+    steps = np.isin(bare, _OPEN).astype(np.int32) - np.isin(bare, _CLOSE).astype(np.int32)
+    return not steps.size or int(np.cumsum(steps).max()) <= MAX_JSON_DEPTH
 
 
 def _parse(line: bytes) -> object:
@@ -133,6 +135,7 @@ class _Run:
         self.grace = grace
         self.limits = job.limits
         self.timing: dict[str, float] = {}
+        self.total_deadline = float("inf")
 
     def next_event(self, deadline: float) -> object:
         remaining = deadline - time.monotonic()
@@ -218,7 +221,7 @@ class _Run:
     def tests(self, **load: Any) -> RunOutcome:
         runs: list[TestRun] = []
         t0 = time.monotonic()
-        total_deadline = t0 + self.limits.total_seconds + self.grace
+        total_deadline = self.total_deadline = t0 + self.limits.total_seconds + self.grace
         per_test = self.limits.test_seconds + self.grace
         for position, test in enumerate(self.job.tests):
             run = self.one_test(test.index, total_deadline, per_test)
@@ -238,6 +241,9 @@ class _Run:
         self.stopped = True
         self.channel.kill()
         return TestRun(index=index, status=status, message=message, time_ms=time_ms)
+
+    def total_passed(self) -> bool:
+        return time.monotonic() >= self.total_deadline
 
     def one_test(self, index: int, total_deadline: float, per_test: float) -> TestRun:
         limit = self.limits.test_seconds
@@ -259,7 +265,7 @@ class _Run:
                 self.stopped = True  # the harness stops after these; so do we
             return run
         if event is TIMEOUT:
-            if time.monotonic() >= total_deadline:
+            if self.total_passed():
                 return self.stop(index, "timeout",
                                  f"the total time limit of {self.limits.total_seconds:g} s was reached",
                                  elapsed)
@@ -267,8 +273,10 @@ class _Run:
         return self.unexpected(index, event, elapsed)
 
     def unexpected(self, index: int, event: object, elapsed: float) -> TestRun:
-        if event is TIMEOUT:
-            return self.stop(index, "timeout", "the total time limit was reached", elapsed)
+        if event is TIMEOUT:  # silence between two tests
+            return self.stop(index, "timeout",
+                             "the total time limit was reached" if self.total_passed() else
+                             "the harness did not start the test in time", elapsed)
         if event is EOF:
             info = self.channel.exit_info()
             return self.stop(index, _status_for_exit(info), info.describe(), elapsed)

@@ -1,0 +1,373 @@
+"""The ``exact`` checker (policy in judge/checkers/exact.py) and the structure walk."""
+
+from __future__ import annotations
+
+import collections
+from typing import Any
+
+import hypothesis.extra.numpy as hnp
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from jax.sharding import PartitionSpec as P
+
+from judge.checkers import CHECKERS, get_checker
+from judge.checkers.base import CheckResult
+from judge.errors import ConfigError
+from judge.values import render
+
+from ..conftest import wire_value as w
+
+EXACT = get_checker("exact")
+STRICT = get_checker("exact", {"strict_dtype": True})
+NAN_UNEQUAL = get_checker("exact", {"nan_equal": False})
+
+
+def passes(expected: Any, received: Any, checker=EXACT) -> None:
+    result = checker.check(w(expected), w(received))
+    assert result == CheckResult(True), result
+
+
+def fails(expected: Any, received: Any, *secrets: str, checker=EXACT) -> CheckResult:
+    """Check that it fails, with a reason that shows none of ``secrets`` (expected data)."""
+    exp = w(expected)
+    result = checker.check(exp, w(received))
+    assert not result.passed
+    assert result.reason and result.detail
+    for secret in (*secrets, render(exp)):
+        assert secret not in result.reason, (secret, result.reason)
+    return result
+
+
+# -- configuration -----------------------------------------------------------------------
+
+
+def test_registry() -> None:
+    assert set(CHECKERS) == {"exact", "allclose", "sharding"}
+    assert get_checker("exact").name == "exact"
+    assert get_checker("exact", None).params.strict_dtype is False
+
+
+@pytest.mark.parametrize(
+    "name, params",
+    [
+        ("exakt", {}),
+        ("", {}),
+        ("exact", {"rtol": 1e-3}),
+        ("exact", {"strict_dtype": "sometimes"}),
+        ("exact", {"nan_equal": [1]}),
+    ],
+)
+def test_bad_configuration_is_a_config_error(name: str, params: dict[str, Any]) -> None:
+    with pytest.raises(ConfigError):
+        get_checker(name, params)
+
+
+def test_unknown_name_lists_the_known_ones() -> None:
+    with pytest.raises(ConfigError, match="allclose, exact, sharding"):
+        get_checker("nope")
+
+
+# -- numbers and arrays ------------------------------------------------------------------
+
+
+def test_equal_arrays_pass() -> None:
+    passes(np.arange(6).reshape(2, 3), np.arange(6).reshape(2, 3))
+    passes(np.array(31337), np.array(31337))
+    passes(np.zeros((0, 3)), np.zeros((0, 3)))
+
+
+def test_one_wrong_element_fails_and_says_where_not_what() -> None:
+    exp = np.array([[1001, 2002], [3003, 4004]], dtype=np.int32)
+    got = exp.copy()
+    got[1, 0] = 9
+    result = fails(exp, got, "3003", "1001", "4004")
+    assert result.reason == "1 of 4 values are wrong (first at index (1, 0))"
+    assert "3003" in result.detail and "9" in result.detail  # the detail may show it
+
+
+def test_scalars() -> None:
+    passes(7, 7)
+    passes(7, np.int32(7))
+    passes(2.5, jnp.float32(2.5))
+    passes(True, True)
+    passes(True, np.bool_(True))
+    fails(777, 778, "777")
+    fails(True, False, "True")
+
+
+def test_int_and_float_compare_by_value() -> None:
+    passes(4, 4.0)
+    passes(np.array([1, 2], np.int64), np.array([1.0, 2.0], np.float32))
+    passes(np.array([1.0, 2.0]), np.array([1, 2], np.uint8))
+    fails(4, 4.5, "4")
+
+
+@pytest.mark.parametrize(
+    "expected, received",
+    [
+        (np.array([True, False]), np.array([1, 0])),
+        (np.array([1, 0]), np.array([True, False])),
+        (np.array([1.0, 0.0]), np.array([True, False])),
+        (True, 1),
+        (1, True),
+        (np.array([1.0, 2.0]), np.array([1 + 0j, 2 + 0j])),
+        (3, np.complex128(3)),
+    ],
+    ids=["bool-int", "int-bool", "float-bool", "True-1", "1-True", "float-complex", "int-complex"],
+)
+def test_dtype_kinds_must_match(expected: Any, received: Any) -> None:
+    result = fails(expected, received)
+    assert "kind" in result.reason
+
+
+def test_complex_expected_accepts_real_values_equal_to_it() -> None:
+    passes(np.array([1 + 2j, 3 + 0j]), np.array([1 + 2j, 3 + 0j], np.complex64))
+    passes(np.array([3 + 0j]), np.array([3.0]))
+    passes(np.complex64(1 + 2j), np.complex128(1 + 2j))
+    fails(np.array([1 + 2j]), np.array([1 + 3j]), "2j")
+
+
+@pytest.mark.parametrize(
+    "expected, received",
+    [
+        (np.zeros(2), np.zeros((1, 2))),
+        (np.zeros((1, 2)), np.zeros(2)),
+        (np.zeros((2, 1)), np.zeros((1, 2))),
+        (np.array(5.0), np.array([5.0])),
+        (np.array([5.0]), np.array(5.0)),
+        (5, [5]),
+        (np.zeros((0,)), np.zeros((0, 0))),
+        (np.zeros(3), np.zeros(4)),
+    ],
+    ids=lambda a: str(np.shape(a)),
+)
+def test_shapes_must_be_equal_no_broadcasting(expected: Any, received: Any) -> None:
+    result = fails(expected, received, str(np.shape(expected)))
+    assert "shape" in result.reason
+    assert str(np.shape(received)) in result.reason
+    assert str(np.shape(expected)) in result.detail
+
+
+def test_nan_policy() -> None:
+    nan = np.array([1.5, np.nan, 3.5])
+    passes(nan, nan.copy())
+    passes(float("nan"), float("nan"))
+    passes(np.array([np.nan], np.float32), np.array([np.nan], np.float16))
+    passes(np.array([complex(np.nan, 0)]), np.array([complex(np.nan, 0)]))
+    fails(nan, nan.copy(), checker=NAN_UNEQUAL)
+    fails(float("nan"), float("nan"), checker=NAN_UNEQUAL)
+    fails(nan, np.array([1.5, 2.0, 3.5]), "nan")  # NaN expected, a number received
+    fails(np.array([1.5, 2.5, 3.5]), nan, "2.5")  # and the other way round
+    fails(np.array([1001, 2002]), np.array([1001, np.nan]), "2002")  # int: NaN never equal
+
+
+def test_inf_signs() -> None:
+    passes(np.array([np.inf, -np.inf]), np.array([np.inf, -np.inf], np.float32))
+    fails(np.array([np.inf]), np.array([-np.inf]), "inf")
+    fails(np.array([-np.inf]), np.array([np.inf]), "-inf")
+    fails(np.array([np.inf]), np.array([np.finfo(np.float64).max]), "inf")
+    fails(np.array([np.inf]), np.array([np.nan]), "inf")
+
+
+def test_strict_dtype() -> None:
+    passes(np.array([1, 2], np.int32), np.array([1, 2], np.int32), checker=STRICT)
+    passes(5, 5, checker=STRICT)
+    result = fails(np.array([1, 2], np.int32), np.array([1, 2], np.int64), "int32", checker=STRICT)
+    assert "int64" in result.reason and "int32" in result.detail
+    fails(np.array([1.0], np.float32), np.array([1.0], np.float64), "float32", checker=STRICT)
+    fails(5, 5.0, checker=STRICT)
+    fails(np.array([1], np.uint8), np.array([1], np.int8), checker=STRICT)
+    passes(np.array([1], np.int32), np.array([1.0]))  # not strict: by value
+
+
+def test_strict_dtype_tells_bfloat16_from_float32() -> None:
+    # bfloat16 travels as float32 with orig_dtype="bfloat16"; "the very same dtype" must
+    # still tell them apart (think "cast the activations to bfloat16" exercises).
+    expected = jnp.array([1.0, 2.0, 0.5], dtype=jnp.bfloat16)
+    fails(expected, np.array([1.0, 2.0, 0.5], dtype=np.float32), checker=STRICT)
+    fails(np.array([1.0, 2.0, 0.5], dtype=np.float32), expected, checker=STRICT)
+    passes(expected, jnp.array([1.0, 2.0, 0.5], dtype=jnp.bfloat16), checker=STRICT)
+
+
+def test_big_ints() -> None:
+    passes(2**62, 2**62)
+    result = fails(5, 2**70, "5")
+    assert "too large" in result.reason
+
+
+# -- lists, tuples, arrays ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "received",
+    [[16, 8], (16, 8), np.array([16, 8]), jnp.array([16, 8]), [np.int32(16), 8.0]],
+    ids=["list", "tuple", "numpy", "jax", "mixed"],
+)
+@pytest.mark.parametrize(
+    "expected", [[16, 8], (16, 8), np.array([16, 8], np.int32)], ids=["list", "tuple", "numpy"]
+)
+def test_lists_tuples_and_arrays_are_interchangeable(expected: Any, received: Any) -> None:
+    passes(expected, received)
+
+
+def test_nested_lists_read_as_one_array() -> None:
+    passes([[1, 2], [3, 4]], np.array([[1, 2], [3, 4]]))
+    fails([[1, 2], [3, 4]], [1, 2, 3, 4])
+    fails([[1, 2], [3, 4004]], [[1, 2], [3, 5]], "4004")
+    result = fails([[1, 2], [3, 4]], [[1, 2], [3]])
+    assert "ragged" in result.reason
+
+
+def test_empty_list_expected() -> None:
+    passes([], [])
+    passes([], ())
+    passes([], np.zeros(0))
+    fails([], [0])
+
+
+@pytest.mark.parametrize(
+    "received, words",
+    [
+        (None, "None"),
+        ("31337", "string"),
+        (object(), "builtins.object"),
+        ({"a": 31337}, "dict"),
+        (P("x"), "PartitionSpec"),
+        ([31337, None], "None"),
+        (np.array([31337], dtype=object), "object"),
+    ],
+    ids=repr,
+)
+def test_non_numeric_results_fail_with_a_reason(received: Any, words: str) -> None:
+    result = fails(np.array([31337]), received, "31337")
+    assert "not a numeric array" in result.reason and words in result.reason
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    hnp.arrays(np.int64, hnp.array_shapes(max_dims=3, max_side=4),
+               elements=st.integers(10**6, 10**7)),
+    st.data(),
+)
+def test_any_wrong_value_fails_without_showing_expected(exp: np.ndarray, data) -> None:
+    got = exp.copy()
+    flat = got.reshape(-1)
+    k = data.draw(st.integers(0, flat.size - 1))
+    flat[k] = data.draw(st.integers(0, 10**6 - 1))
+    fails(exp, got, *(str(v) for v in exp.reshape(-1)))
+    passes(exp, exp.copy())
+    passes(exp, exp.astype(np.float64))
+
+
+# -- structure ---------------------------------------------------------------------------
+
+
+def test_dicts_compare_by_keys_in_any_order() -> None:
+    passes({"a": 1, "b": [2, 3]}, {"b": (2, 3), "a": 1})
+    result = fails({"a": 1, "b": 2}, {"a": 1})
+    assert result.reason == "the keys differ: missing b"
+    result = fails({"a": 1}, {"a": 1, "c": 2})
+    assert result.reason == "the keys differ: unexpected c"
+    result = fails({"a": 1, "b": 2}, {"a": 1, "c": 2})
+    assert result.reason == "the keys differ: missing b; unexpected c"
+
+
+def test_wrong_leaf_names_its_path_once() -> None:
+    result = fails({"w": [1, 2], "b": 7}, {"w": [1, 2], "b": 8}, "7")
+    assert result.reason == "at ['b']: 1 of 1 values are wrong"
+    # nested: the full path, once (not "at ['layer']: at ['layer']['b']: ...")
+    result = fails({"layer": {"w": [1, 2], "b": 7}}, {"layer": {"w": [1, 2], "b": 8}}, "7")
+    assert result.reason == "at ['layer']['b']: 1 of 1 values are wrong"
+    result = fails([P("a"), {"s": "x"}], [P("a"), {"s": "y"}], "'x'")
+    assert result.reason == "at [1]['s']: got a string, which is not the expected value"
+
+
+def test_dict_against_non_mapping() -> None:
+    result = fails({"a": 1}, [1])
+    assert result.reason == "expected a dict, got a list"
+    fails({"a": 1}, None)
+
+
+def test_trees_and_dicts_compare_by_paths() -> None:
+    tree = collections.OrderedDict(a=np.arange(3), b=P("x", None))
+    passes(tree, collections.OrderedDict(b=P("x"), a=np.arange(3)))
+    fails(tree, collections.OrderedDict(a=np.arange(3), b=P(None, "x")))
+    result = fails(tree, collections.OrderedDict(a=np.arange(3)))
+    assert "missing" in result.reason
+
+
+def test_a_dict_matches_a_pytree_with_the_same_keys() -> None:
+    # structure.py accepts a dict for a pytree and back ("dicts and pytrees (same keys, in
+    # any order)"), but pytree keys travel as key paths ("['a']") and dict keys as they are
+    # ("a"), so the keys never agree and the message lists the same key as both missing and
+    # unexpected.
+    tree = collections.OrderedDict(a=31337, b="relu")
+    passes(tree, {"b": "relu", "a": 31337})
+    passes({"a": 31337, "b": "relu"}, tree)
+
+
+def test_lists_and_tuples_of_non_numbers() -> None:
+    passes(["a", None], ("a", None))
+    passes(("a", P("x")), ["a", P("x")])
+    result = fails(["a", "b"], ["a"])
+    assert result.reason == "the list has 1 items, which is not the expected count"
+    result = fails(["a", "b"], "ab")
+    assert "expected a list" in result.reason
+
+
+def test_strings_and_none() -> None:
+    passes("relu", "relu")
+    passes(None, None)
+    passes({"act": "gelu"}, {"act": "gelu"})
+    fails("secret-answer", "other", "secret-answer")
+    fails("secret-answer", None, "secret-answer")
+    fails(None, "None")
+    fails(None, 0)
+    fails(None, [])
+
+
+@pytest.mark.parametrize(
+    "expected, received",
+    [
+        (P("a", None), P("a")),
+        (P("a"), P("a", None)),
+        (P("a", None, None), P("a")),
+        (P(("a",)), P("a")),
+        (P("a"), P(("a",))),
+        (P(("a", "b"), None), P(("a", "b"))),
+        (P(), P(None, None)),
+        (P(None), P()),
+        (P(()), P()),
+    ],
+    ids=str,
+)
+def test_partition_specs_are_normalised(expected: P, received: P) -> None:
+    passes(expected, received)
+
+
+@pytest.mark.parametrize(
+    "expected, received",
+    [
+        (P("a"), P(None, "a")),
+        (P(None, "a"), P("a")),
+        (P("a", "b"), P("b", "a")),
+        (P(("a", "b")), P(("b", "a"))),
+        (P(("a", "b")), P("a", "b")),
+        (P("a"), P()),
+        (P("secret"), P("other")),
+    ],
+    ids=str,
+)
+def test_different_partition_specs_fail(expected: P, received: P) -> None:
+    result = fails(expected, received, repr(tuple(expected)), str(expected))
+    assert "PartitionSpec" in result.reason
+
+
+def test_partition_spec_against_other_kinds() -> None:
+    result = fails(P("a"), "a")
+    assert result.reason == "expected a PartitionSpec, got a string"
+    fails(P("a"), None)
+    fails(P("a"), ["a"])

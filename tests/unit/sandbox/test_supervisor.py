@@ -1,0 +1,432 @@
+"""judge.sandbox.supervisor: the line protocol, driven over a scripted in-memory channel.
+
+``ScriptedChannel`` is a test double for the transport only: it replays the lines (or
+EOF, OVERFLOW, TIMEOUT) a harness would produce and records what the supervisor does.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from typing import Any
+
+import pytest
+
+from judge.harness import HARNESS_VERSION
+from judge.harness.codec import encode
+from judge.sandbox.protocol import Job, JobTest, Limits, RunOutcome
+from judge.sandbox.supervisor import (
+    EOF,
+    OVERFLOW,
+    TIMEOUT,
+    ExitInfo,
+    supervise,
+)
+
+LIMITS = Limits(test_seconds=2.0, total_seconds=10.0, memory_mb=512, output_bytes=10_000,
+                result_bytes=100_000, segment_bytes=1_000)
+
+
+def make_job(n: int = 3, limits: Limits = LIMITS) -> Job:
+    return Job(
+        code="def f(x):\n    return x\n",
+        entry_point="f",
+        tests=[JobTest(index=i, args=[encode(i)], kinds=["int"]) for i in range(n)],
+        limits=limits,
+        label="submission-42",
+    )
+
+
+CLEAN_EXIT = ExitInfo(code=0)
+
+
+class Sleep:
+    """Script item: nothing arrives, and the wait takes the whole timeout."""
+
+
+SLEEP = Sleep()
+
+
+class ScriptedChannel:
+    def __init__(self, script: list[Any], exit: ExitInfo = CLEAN_EXIT,
+                 diagnostics: str = "harness diagnostics") -> None:
+        self.script = list(script)
+        self.exit = exit
+        self.diag = diagnostics
+        self.sent: list[bytes] = []
+        self.kills = 0
+        self.timeouts: list[float] = []
+
+    def send(self, data: bytes) -> None:
+        self.sent.append(data)
+
+    def read_line(self, timeout: float) -> Any:
+        self.timeouts.append(timeout)
+        if not self.script:
+            return EOF
+        item = self.script.pop(0)
+        if isinstance(item, Sleep):
+            time.sleep(timeout)
+            return TIMEOUT
+        if isinstance(item, dict):
+            return json.dumps(item, separators=(",", ":"), allow_nan=False).encode()
+        return item
+
+    def kill(self) -> None:
+        self.kills += 1
+
+    def exit_info(self) -> ExitInfo:
+        return self.exit
+
+    def diagnostics(self) -> str:
+        return self.diag
+
+
+READY = {"event": "ready", "harness_version": HARNESS_VERSION, "import_ms": 700.0,
+         "jax_version": "0.10.2", "flax_version": "0.12.8", "devices": 8}
+LOADED = {"event": "loaded", "time_ms": 12.5, "stdout": "loading\n", "stdout_bytes": 8,
+          "stderr": "", "stderr_bytes": 0}
+
+
+def start(i: int) -> dict[str, Any]:
+    return {"event": "start", "index": i}
+
+
+def result(i: int, value: Any = None, status: str = "ok", time_ms: float = 5.0,
+           **extra: Any) -> dict[str, Any]:
+    line: dict[str, Any] = {"event": "result", "index": i, "status": status, "time_ms": time_ms}
+    if status == "ok":
+        line["value"] = encode(i if value is None else value)
+    line.update({"stdout": "", "stderr": "", "stdout_bytes": 0, "stderr_bytes": 0})
+    line.update(extra)
+    return line
+
+
+def case(i: int, **kw: Any) -> list[dict[str, Any]]:
+    return [start(i), result(i, **kw)]
+
+
+DONE = {"event": "done"}
+
+
+def run(script: list[Any], n: int = 3, exit: ExitInfo = CLEAN_EXIT,
+        limits: Limits = LIMITS, grace: float = 0.5) -> tuple[RunOutcome, ScriptedChannel]:
+    channel = ScriptedChannel(script, exit)
+    outcome = supervise(channel, make_job(n, limits), startup_seconds=5.0, grace=grace)
+    assert channel.kills >= 1, "the channel must always be killed"
+    return outcome, channel
+
+
+def statuses(outcome: RunOutcome) -> list[str]:
+    return [t.status for t in outcome.tests]
+
+
+# -- a normal run ------------------------------------------------------------------------
+
+
+def test_a_normal_run() -> None:
+    outcome, channel = run([READY, LOADED, *case(0), *case(1, value=[1.5, "x"]),
+                            *case(2, stdout="out\n", stdout_bytes=4), DONE])
+    assert outcome.status == "completed"
+    assert statuses(outcome) == ["ok", "ok", "ok"]
+    assert [t.index for t in outcome.tests] == [0, 1, 2]
+    assert outcome.tests[0].value.v == 0
+    assert [v.t for v in outcome.tests[1].value.items] == ["float", "str"]
+    assert outcome.tests[2].stdout == "out\n" and outcome.tests[2].stdout_bytes == 4
+    assert outcome.tests[0].time_ms == 5.0
+    assert outcome.load_ms == 12.5 and outcome.import_ms == 700.0
+    assert outcome.load_stdout == "loading\n"
+    assert outcome.harness_stderr == "harness diagnostics"
+    # the job went in once, without the label, and holds inputs only
+    assert len(channel.sent) == 1
+    sent = json.loads(channel.sent[0])
+    assert "label" not in sent
+    assert Job.model_validate(sent) == make_job().model_copy(update={"label": ""})
+    # every wait is bounded by a limit
+    assert channel.timeouts[0] <= 5.0
+    assert all(0 < t <= LIMITS.test_seconds + 0.5 for t in channel.timeouts[1:])
+
+
+def test_error_and_memory_results_do_not_stop_the_run() -> None:
+    error = {"type": "ValueError", "message": "bad", "line": 3, "traceback": "Traceback..."}
+    outcome, _ = run([READY, LOADED, *case(0, status="error", error=error),
+                      *case(1, status="memory"), *case(2), DONE])
+    assert statuses(outcome) == ["error", "memory", "ok"]
+    assert outcome.tests[0].error is not None and outcome.tests[0].error.line == 3
+
+
+# -- start-up ----------------------------------------------------------------------------
+
+
+def test_harness_version_mismatch_is_an_internal_error() -> None:
+    outcome, channel = run([{**READY, "harness_version": "0-old"}, LOADED, *case(0)])
+    assert outcome.status == "internal_error"
+    assert "0-old" in outcome.message and HARNESS_VERSION in outcome.message
+    assert channel.sent == [], "no code goes to a harness of another version"
+    assert outcome.tests == []
+    assert outcome.harness_stderr == "harness diagnostics"
+
+
+@pytest.mark.parametrize(
+    "first, words",
+    [
+        (EOF, "(it exited: the process was killed by SIGKILL)"),
+        (SLEEP, "it sent nothing within 0.05 s"),
+        (OVERFLOW, "its first line was not 'ready'"),
+        (LOADED, "its first line was not 'ready'"),
+        (start(0), "its first line was not 'ready'"),
+        (b"Traceback (most recent call last):", "broke the protocol before loading"),
+        (b'{"event": "ready"}', "broke the protocol before loading"),
+        (json.dumps({**READY, "extra": 1}).encode(), "broke the protocol before loading"),
+    ],
+    ids=["eof", "timeout", "overflow", "loaded", "start", "garbage", "incomplete", "extra"],
+)
+def test_no_ready_is_an_internal_error(first: Any, words: str) -> None:
+    channel = ScriptedChannel([first, READY, LOADED, *case(0)], ExitInfo(signal=signal.SIGKILL))
+    outcome = supervise(channel, make_job(1), startup_seconds=0.05, grace=0.1)
+    assert outcome.status == "internal_error"
+    assert words in outcome.message
+    assert channel.sent == []
+    assert channel.kills >= 1
+
+
+# -- loading -----------------------------------------------------------------------------
+
+
+def test_compile_error() -> None:
+    event = {"event": "compile_error", "stdout": "partial\n", "stdout_bytes": 8,
+             "error": {"type": "SyntaxError", "message": "invalid syntax", "line": 2}}
+    outcome, _ = run([READY, event])
+    assert outcome.status == "compile_error"
+    assert outcome.error is not None and outcome.error.type == "SyntaxError"
+    assert outcome.error.line == 2
+    assert outcome.load_stdout == "partial\n"
+    assert statuses(outcome) == ["not_run"] * 3
+    assert all("could not be loaded" in t.message for t in outcome.tests)
+
+
+def test_load_timeout_event() -> None:
+    outcome, _ = run([READY, {"event": "load_timeout", "time_ms": 2000.0, "stdout": "slow\n"}])
+    assert outcome.status == "load_timeout"
+    assert outcome.message == "loading the submission took over 2 s"
+    assert outcome.load_stdout == "slow\n"
+    assert statuses(outcome) == ["not_run"] * 3
+
+
+def test_silence_while_loading_is_a_load_timeout() -> None:
+    limits = LIMITS.model_copy(update={"test_seconds": 0.05})
+    outcome, _ = run([READY, SLEEP], limits=limits, grace=0.0)
+    assert outcome.status == "load_timeout"
+    assert outcome.message == "loading the submission took over 0.05 s"
+
+
+@pytest.mark.parametrize(
+    "event, exit, words",
+    [
+        (EOF, ExitInfo(signal=signal.SIGSEGV), "killed by SIGSEGV"),
+        (EOF, ExitInfo(code=3), "exited with status 3"),
+        (OVERFLOW, ExitInfo(), "wrote too much"),
+        (b"\x00\xff garbage", ExitInfo(), "corrupted"),
+        (start(0), ExitInfo(), "corrupted"),
+    ],
+    ids=["segv", "exit", "overflow", "garbage", "start-before-loaded"],
+)
+def test_loading_ended_by_the_submission(event: Any, exit: ExitInfo, words: str) -> None:
+    outcome, _ = run([READY, event], exit=exit)
+    assert outcome.status == "load_crashed"
+    assert words in outcome.message
+    assert statuses(outcome) == ["not_run"] * 3
+
+
+# -- broken lines after loading -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b"{not json",
+        b"",
+        b"[1, 2]",
+        b"null",
+        json.dumps({**result(0), "extra": True}).encode(),
+        json.dumps({**result(0), "status": "exploded"}).encode(),
+        json.dumps({**result(0), "time_ms": -1.0}).encode(),
+        json.dumps({**result(0), "value": {"t": "function"}}).encode(),
+        json.dumps({**result(0), "value": {"t": "int", "v": "1"}}).encode(),
+        json.dumps({**result(0), "value": {"t": "array", "dtype": "object", "shape": [],
+                                           "data": ""}}).encode(),
+        json.dumps({"event": "result", "index": 0}).encode(),
+        b"[" * 100_000,
+    ],
+    ids=["not-json", "empty", "list", "null", "extra-field", "bad-status", "negative-time",
+         "unknown-tag", "string-int", "object-dtype", "missing-fields", "deep"],
+)
+def test_a_malformed_result_line_crashes_that_test(line: bytes) -> None:
+    outcome, _ = run([READY, LOADED, *case(0), start(1), line, *case(2)])
+    assert outcome.status == "completed"
+    assert statuses(outcome) == ["ok", "crashed", "not_run"]
+    assert "corrupted" in outcome.tests[1].message
+    assert outcome.tests[2].cause == "crashed"
+    assert "not run" in outcome.tests[2].message
+
+
+def test_a_malformed_line_instead_of_start() -> None:
+    outcome, _ = run([READY, LOADED, b"}{", *case(0), *case(1), *case(2)])
+    assert statuses(outcome) == ["crashed", "not_run", "not_run"]
+    assert [t.cause for t in outcome.tests[1:]] == ["crashed", "crashed"]
+
+
+def test_start_with_the_wrong_index() -> None:
+    outcome, _ = run([READY, LOADED, *case(0), start(2), result(2), *case(2)])
+    assert statuses(outcome) == ["ok", "crashed", "not_run"]
+    assert "StartEvent" in outcome.tests[1].message
+
+
+def test_result_with_the_wrong_index() -> None:
+    outcome, _ = run([READY, LOADED, start(0), result(1), *case(1), *case(2)])
+    assert statuses(outcome) == ["crashed", "not_run", "not_run"]
+    assert "ResultEvent" in outcome.tests[0].message
+
+
+def test_other_events_in_the_middle_of_a_test() -> None:
+    outcome, _ = run([READY, LOADED, start(0), READY, *case(1)], n=2)
+    assert statuses(outcome) == ["crashed", "not_run"]
+    outcome, _ = run([READY, LOADED, start(0), start(0), result(0)], n=1)
+    assert statuses(outcome) == ["crashed"]
+
+
+# -- the harness dying, and limits -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "exit, status, words",
+    [
+        (ExitInfo(signal=signal.SIGSEGV), "crashed", "killed by SIGSEGV"),
+        (ExitInfo(signal=signal.SIGKILL), "crashed", "killed by SIGKILL"),
+        (ExitInfo(signal=signal.SIGXCPU), "timeout", "SIGXCPU"),
+        (ExitInfo(signal=signal.SIGXFSZ), "output_limit", "SIGXFSZ"),
+        (ExitInfo(signal=signal.SIGKILL, oom_killed=True), "memory", "memory limit"),
+        (ExitInfo(code=0), "crashed", "exited with status 0"),
+        (ExitInfo(code=-11), "crashed", "exited with status -11"),
+        (ExitInfo(signal=99), "crashed", "signal 99"),
+        (ExitInfo(), "crashed", "the process ended"),
+    ],
+    ids=["segv", "kill", "xcpu", "xfsz", "oom", "exit0", "exit-11", "unknown-signal", "none"],
+)
+def test_eof_in_the_middle_of_a_test(exit: ExitInfo, status: str, words: str) -> None:
+    outcome, _ = run([READY, LOADED, *case(0), start(1), EOF], exit=exit)
+    assert outcome.status == "completed"
+    assert statuses(outcome) == ["ok", status, "not_run"]
+    assert words in outcome.tests[1].message
+    assert outcome.tests[2].cause == status
+    assert outcome.tests[0].value is not None
+
+
+def test_eof_before_a_start() -> None:
+    outcome, _ = run([READY, LOADED, *case(0), EOF], exit=ExitInfo(signal=signal.SIGSEGV))
+    assert statuses(outcome) == ["ok", "crashed", "not_run"]
+
+
+def test_overflow_is_an_output_limit() -> None:
+    outcome, _ = run([READY, LOADED, start(0), OVERFLOW, *case(1), *case(2)])
+    assert statuses(outcome) == ["output_limit", "not_run", "not_run"]
+    assert "size limit" in outcome.tests[0].message
+    assert [t.cause for t in outcome.tests[1:]] == ["output_limit"] * 2
+
+
+def test_output_limit_result_stops_the_run() -> None:
+    outcome, _ = run([READY, LOADED, *case(0, status="output_limit", message="too large"),
+                      DONE])
+    assert statuses(outcome) == ["output_limit", "not_run", "not_run"]
+    assert outcome.tests[0].message == "too large"
+    assert [t.cause for t in outcome.tests[1:]] == ["output_limit"] * 2
+
+
+def test_reported_time_over_the_limit_is_a_timeout() -> None:
+    # the harness said "ok", but its own clock shows more than test_seconds: a timeout,
+    # without the value, and (as every timeout) the end of the run
+    outcome, _ = run([READY, LOADED, *case(0), *case(1, time_ms=2000.5), *case(2), DONE])
+    assert statuses(outcome) == ["ok", "timeout", "not_run"]
+    assert outcome.tests[1].value is None
+    assert outcome.tests[1].time_ms == 2000.5
+    assert outcome.tests[2].cause == "timeout"
+
+
+def test_reported_time_at_the_limit_is_fine() -> None:
+    outcome, _ = run([READY, LOADED, *case(0, time_ms=2000.0), *case(1), *case(2), DONE])
+    assert statuses(outcome) == ["ok", "ok", "ok"]
+    assert outcome.tests[0].value is not None
+
+
+def test_harness_timeout_result_stops_the_run() -> None:
+    # The harness sends a "timeout" result, stops, and sends "done" (runner.py: `if status
+    # in ("output_limit", "timeout"): break`). The tests after it were not run; they are
+    # not crashed, and "done" does not mean the channel was corrupted.
+    outcome, _ = run([READY, LOADED, *case(0), *case(1, status="timeout", time_ms=2001.0),
+                      DONE], n=4)
+    assert statuses(outcome) == ["ok", "timeout", "not_run", "not_run"]
+    assert [t.cause for t in outcome.tests[2:]] == ["timeout", "timeout"]
+
+
+def test_silence_during_a_test_is_a_timeout() -> None:
+    limits = LIMITS.model_copy(update={"test_seconds": 0.05})
+    outcome, _ = run([READY, LOADED, *case(0), start(1), SLEEP, *case(2)], limits=limits,
+                     grace=0.0)
+    assert statuses(outcome) == ["ok", "timeout", "not_run"]
+    assert outcome.tests[1].message == "the test ran over 0.05 s"
+    assert outcome.tests[1].time_ms >= 45
+    assert outcome.tests[2].cause == "timeout"
+
+
+def test_the_total_time_limit() -> None:
+    limits = LIMITS.model_copy(update={"test_seconds": 5.0, "total_seconds": 0.1})
+    outcome, channel = run([READY, LOADED, start(0), SLEEP, *case(1)], n=2, limits=limits,
+                           grace=0.0)
+    assert statuses(outcome) == ["timeout", "not_run"]
+    assert outcome.tests[0].message == "the total time limit of 0.1 s was reached"
+    assert max(channel.timeouts[2:]) <= 0.1
+
+
+def test_silence_before_a_start_is_a_timeout() -> None:
+    limits = LIMITS.model_copy(update={"test_seconds": 0.05})
+    outcome, _ = run([READY, LOADED, SLEEP], n=2, limits=limits, grace=0.0)
+    assert statuses(outcome) == ["timeout", "not_run"]
+
+
+def test_the_channel_is_killed_even_when_it_fails() -> None:
+    class Broken(ScriptedChannel):
+        def read_line(self, timeout: float) -> Any:
+            raise RuntimeError("pipe broke")
+
+    channel = Broken([])
+    with pytest.raises(RuntimeError):
+        supervise(channel, make_job(), startup_seconds=1.0, grace=0.1)
+    assert channel.kills == 1
+
+
+# -- values the codec accepts must pass the line checks ----------------------------------
+
+
+def nested(levels: int, kind: str) -> Any:
+    value: Any = 1
+    for _ in range(levels):
+        value = [value] if kind == "list" else {"k": value}
+    return value
+
+
+@pytest.mark.parametrize("levels, kind", [(31, "list"), (32, "list"), (20, "dict"), (21, "dict")])
+def test_values_within_the_codec_depth_are_accepted(levels: int, kind: str) -> None:
+    # The harness encodes with max_depth=32 and sends the line; MAX_JSON_DEPTH=64 counts
+    # brackets, and each list level costs two ({ and [), each dict level three.
+    value = nested(levels, kind)
+    outcome, _ = run([READY, LOADED, *case(0, value=value), DONE], n=1)
+    assert statuses(outcome) == ["ok"]
+
+
+def test_brackets_inside_strings_are_not_nesting() -> None:
+    # _depth_ok counts "[" and "{" inside JSON strings too.
+    outcome, _ = run([READY, LOADED, *case(0, value="[" * 70), *case(1, value={"{" * 70: 1}),
+                      DONE], n=2)
+    assert statuses(outcome) == ["ok", "ok"]
+    assert outcome.tests[0].value.v == "[" * 70
