@@ -3,7 +3,8 @@
 Used by every checker for values that are not plain arrays: lists and tuples (either
 matches either), dicts (same keys, in any order), pytrees (``nnx.State`` and friends:
 compared leaf by leaf at their key paths, so a nested dict with the same leaves at the same
-paths matches too), PartitionSpecs and NamedShardings (normalised), strings and None
+paths matches too; the ``.value`` step of an ``nnx.Variable`` is ignored, so
+``nnx.State`` matches ``state.to_pure_dict()``), PartitionSpecs and NamedShardings (normalised), strings and None
 (equal). Numeric leaves go to the checker's
 own ``leaf`` function. Messages name the path, which is structure, not data.
 """
@@ -61,7 +62,8 @@ def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
     if isinstance(value, TreeValue):
         out = {}
         for path, item in value.items:
-            out.update(flatten(item, prefix + path))
+            # An nnx.Variable flattens to its `.value`; a pure dict of the state has none.
+            out.update(flatten(item, prefix + path.replace(".value", "")))
         return out
     return {prefix: value}
 

@@ -371,3 +371,16 @@ def test_partition_spec_against_other_kinds() -> None:
     assert result.reason == "expected a PartitionSpec, got a string"
     fails(P("a"), None)
     fails(P("a"), ["a"])
+
+
+def test_nnx_state_matches_its_pure_dict() -> None:
+    import jax
+    from flax import nnx
+
+    _, state = nnx.split(nnx.Linear(2, 3, rngs=nnx.Rngs(0)))
+    specs = jax.tree_util.tree_map(lambda v: P(None, "m") if v.ndim == 2 else P("m"), state)
+    pure = {"kernel": P(None, "m"), "bias": P("m")}
+    passes(specs, pure)
+    passes(pure, specs)
+    result = fails(specs, {"kernel": P("m"), "bias": P("m")})
+    assert result.reason.startswith("at ['kernel']")
