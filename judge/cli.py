@@ -7,6 +7,7 @@ broken; 2 on bad usage or bad input, with a one-line reason on stderr.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
@@ -193,8 +194,11 @@ def build(obj: Context, problem_ids: tuple[str, ...], sandbox_name: str | None) 
 @cli.command()
 @click.argument("problem_ids", metavar="[ID...]", nargs=-1)
 @_sandbox_option
+@click.option("-j", "--jobs", type=click.IntRange(1, 64), default=os.cpu_count() or 1,
+              show_default="the number of cores", help="Gradings to run at once.")
 @click.pass_obj
-def verify(obj: Context, problem_ids: tuple[str, ...], sandbox_name: str | None) -> None:
+def verify(obj: Context, problem_ids: tuple[str, ...], sandbox_name: str | None,
+           jobs: int) -> None:
     """Check packages: data hash, inputs, reference and every example submission."""
     from judge.verify import verify as verify_problem
 
@@ -203,7 +207,8 @@ def verify(obj: Context, problem_ids: tuple[str, ...], sandbox_name: str | None)
     failures = 0
     try:
         for problem in problems:
-            for check in verify_problem(problem, sandbox=sandbox, settings=obj.settings):
+            for check in verify_problem(problem, sandbox=sandbox, settings=obj.settings,
+                                        jobs=jobs):
                 mark = "[green]ok[/green]" if check.ok else "[red]FAIL[/red]"
                 line = f"{mark}  {check.problem}  {check.subject}: {escape(check.got)}"
                 if not check.ok:

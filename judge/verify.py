@@ -8,6 +8,7 @@ every example under ``submissions/<verdict>/`` gets the verdict its folder names
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from judge.errors import ProblemError
@@ -48,7 +49,9 @@ def examples(problem: Problem) -> list[tuple[str, str]]:
     return out
 
 
-def verify(problem: Problem, *, sandbox: Sandbox, settings: Settings) -> Iterator[Check]:
+def verify(problem: Problem, *, sandbox: Sandbox, settings: Settings, jobs: int = 1
+           ) -> Iterator[Check]:
+    """The checks of one package, in a fixed order; gradings run ``jobs`` at a time."""
     try:
         check_hash(problem)
     except ProblemError as exc:
@@ -60,7 +63,12 @@ def verify(problem: Problem, *, sandbox: Sandbox, settings: Settings) -> Iterato
     yield Check(problem.id, "inputs", "reproducible",
                 "reproducible" if stored == fresh else "differ from problem.yaml: rebuild")
     subjects = [(problem.spec.reference, Verdict.ACCEPTED.value), *examples(problem)]
-    for rel, verdict in subjects:
+
+    def run(rel: str) -> VerdictReport:
         code = (problem.path / rel).read_text(encoding="utf-8")
-        report = grade(problem, code, sandbox=sandbox, settings=settings)
-        yield Check(problem.id, rel, verdict, report.verdict.value, report)
+        return grade(problem, code, sandbox=sandbox, settings=settings)
+
+    with ThreadPoolExecutor(max_workers=max(jobs, 1)) as pool:
+        reports = pool.map(run, [rel for rel, _ in subjects])
+        for (rel, verdict), report in zip(subjects, reports, strict=True):
+            yield Check(problem.id, rel, verdict, report.verdict.value, report)
