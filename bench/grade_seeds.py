@@ -44,6 +44,10 @@ DOC = ROOT / "docs" / "performance.md"
 BEGIN, END = "<!-- bench:grade_seeds -->", "<!-- /bench:grade_seeds -->"
 
 
+def _ms(value: float) -> str:
+    return f"{value:.0f}" if value >= 10 else f"{value:.1f}"
+
+
 def one_run(problem: str, sandbox: str) -> dict[str, float]:
     reference = ROOT / "problemsets" / problem / "reference.py"
     exe = Path(sys.executable).parent / "jaxjudge"
@@ -80,7 +84,7 @@ def main() -> None:
         cells = []
         for col in COLUMNS:
             values = [r[col] for r in runs]
-            cells.append(f"{statistics.median(values):.0f} ({max(values):.0f})")
+            cells.append(f"{_ms(statistics.median(values))} ({_ms(max(values))})")
         rows.append((problem, int(runs[0]["n_tests"]), cells))
 
     table = Table(title=f"jaxjudge grade, cold process, {args.sandbox} sandbox, ms: "
