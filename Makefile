@@ -19,8 +19,8 @@ lint: install
 	$(BIN)/mypy
 
 test: lint
-	$(BIN)/pytest
 	$(BIN)/jaxjudge verify
+	$(BIN)/pytest
 
 test-fast: install
 	$(BIN)/pytest -m "not slow"
