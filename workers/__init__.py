@@ -1,0 +1,1 @@
+"""Celery workers: thin adapters over ``judge.grading.grade`` (to come)."""

@@ -95,16 +95,15 @@ def test_code_that_does_not_load_is_a_compile_error(run, code: str, needle: str)
 
 
 def test_endless_loop_is_stopped_by_the_alarm(run) -> None:
-    started = time.monotonic()
     report = run("""
         def layout(num_devices, kernel_in, kernel_out):
             while True:
                 pass
     """)
     assert report.verdict is Verdict.TIME_LIMIT_EXCEEDED
-    assert report.tests[0].verdict is Verdict.TIME_LIMIT_EXCEEDED
-    assert all("not run" in t.message for t in report.tests[1:])
-    assert time.monotonic() - started < 2 + 1 + 5  # one test limit, grace, start-up
+    # The harness's own alarm stopped it (the supervisor's kill says "ran over 2 s").
+    assert report.tests[0].message == "the test ran over its time limit"
+    assert all(t.message.startswith("not run") for t in report.tests[1:])
 
 
 def test_loop_that_ignores_the_alarm_is_killed_from_outside(run) -> None:
@@ -273,16 +272,16 @@ def alive(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
 
 
-def test_atexit_hooks_of_the_submission_never_run(run) -> None:
-    started = time.monotonic()
-    report = run("""
+def test_atexit_hooks_of_the_submission_never_run(run, tmp_path: Path) -> None:
+    marker = tmp_path / "atexit-ran"
+    report = run(f"""
         import atexit
-        atexit.register(lambda: exec("while True: pass"))
+        atexit.register(lambda: open({str(marker)!r}, "w").write("ran"))
         def layout(num_devices, kernel_in, kernel_out):
             return [int(kernel_in), int(kernel_out) // int(num_devices)]
     """)
     assert report.verdict is Verdict.ACCEPTED
-    assert time.monotonic() - started < 10
+    assert not marker.exists()
 
 
 def test_sharded_results_are_checked_by_their_layout(
