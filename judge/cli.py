@@ -18,7 +18,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from judge.catalog import Catalog
-from judge.errors import ConfigError, JudgeError, ProblemError, UsageError
+from judge.errors import ConfigError, JudgeError, UsageError
 from judge.report import VerdictReport
 from judge.sandbox import BACKENDS, get_sandbox
 from judge.settings import Settings
@@ -239,7 +239,5 @@ def main(argv: list[str] | None = None) -> None:
         _fail(exc.format_message().replace("\n", " "))
     except (UsageError, ConfigError) as exc:
         _fail(str(exc))
-    except ProblemError as exc:
-        _fail(str(exc).splitlines()[0], 1)
-    except JudgeError as exc:
+    except JudgeError as exc:  # a broken package or sandbox: not the caller's input
         _fail(str(exc).splitlines()[0], 1)

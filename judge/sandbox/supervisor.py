@@ -136,6 +136,7 @@ class _Run:
         self.limits = job.limits
         self.timing: dict[str, float] = {}
         self.total_deadline = float("inf")
+        self.stopped = False  # a test ended the run: the rest are not run
 
     def next_event(self, deadline: float) -> object:
         remaining = deadline - time.monotonic()
@@ -144,14 +145,10 @@ class _Run:
             return _parse(line)
         return line
 
-    def internal(self, message: str, **extra: object) -> RunOutcome:
+    def internal(self, message: str) -> RunOutcome:
         self.channel.kill()
-        return RunOutcome(
-            status="internal_error",
-            message=message,
-            harness_stderr=self.channel.diagnostics(),
-            **extra,  # type: ignore[arg-type]
-        )
+        return RunOutcome(status="internal_error", message=message,
+                          harness_stderr=self.channel.diagnostics())
 
     def run(self) -> RunOutcome:
         started = time.monotonic()
@@ -221,10 +218,9 @@ class _Run:
     def tests(self, **load: Any) -> RunOutcome:
         runs: list[TestRun] = []
         t0 = time.monotonic()
-        total_deadline = self.total_deadline = t0 + self.limits.total_seconds + self.grace
-        per_test = self.limits.test_seconds + self.grace
+        self.total_deadline = t0 + self.limits.total_seconds + self.grace
         for position, test in enumerate(self.job.tests):
-            run = self.one_test(test.index, total_deadline, per_test)
+            run = self.one_test(test.index)
             runs.append(run)
             if self.stopped:
                 why = run.message or run.status
@@ -235,8 +231,6 @@ class _Run:
         return self.outcome(status="completed", tests=runs, tests_ms=tests_ms,
                             harness_stderr=self.channel.diagnostics(), **load)
 
-    stopped = False
-
     def stop(self, index: int, status: TestStatus, message: str, time_ms: float = 0.0) -> TestRun:
         self.stopped = True
         self.channel.kill()
@@ -245,22 +239,23 @@ class _Run:
     def total_passed(self) -> bool:
         return time.monotonic() >= self.total_deadline
 
-    def one_test(self, index: int, total_deadline: float, per_test: float) -> TestRun:
+    def one_test(self, index: int) -> TestRun:
         limit = self.limits.test_seconds
+        per_test = limit + self.grace
         try:
-            start = self.next_event(min(time.monotonic() + per_test, total_deadline))
+            start = self.next_event(min(time.monotonic() + per_test, self.total_deadline))
             if not isinstance(start, StartEvent) or start.index != index:
                 return self.unexpected(index, start, 0.0)
             t0 = time.monotonic()
-            deadline = min(t0 + per_test, total_deadline)
-            event = self.next_event(deadline)
+            event = self.next_event(min(t0 + per_test, self.total_deadline))
             elapsed = (time.monotonic() - t0) * 1000
         except _Violation as exc:
             return self.stop(index, "crashed", f"the judge's channel was corrupted: {exc}")
         if isinstance(event, ResultEvent) and event.index == index:
             run = TestRun(**event.model_dump(exclude={"event"}))
             if run.status == "ok" and run.time_ms > limit * 1000:
-                run = run.model_copy(update={"status": "timeout", "value": None})
+                run = run.model_copy(update={"status": "timeout", "value": None,
+                                             "message": f"the test ran over {limit:g} s"})
             if run.status in ("output_limit", "timeout"):
                 self.stopped = True  # the harness stops after these; so do we
             return run
