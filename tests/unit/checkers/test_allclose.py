@@ -16,9 +16,9 @@ from jax.sharding import PartitionSpec as P
 from judge.checkers import get_checker
 from judge.checkers.base import CheckResult
 from judge.errors import ConfigError
-from judge.values import render
 
 from ..conftest import wire_value as w
+from .support import assert_fails, assert_passes
 
 DEFAULT = get_checker("allclose")
 
@@ -28,18 +28,11 @@ def check(expected: Any, received: Any, **params: Any) -> CheckResult:
 
 
 def passes(expected: Any, received: Any, **params: Any) -> None:
-    result = check(expected, received, **params)
-    assert result == CheckResult(True), result
+    assert_passes(get_checker("allclose", params), expected, received)
 
 
 def fails(expected: Any, received: Any, *secrets: str, **params: Any) -> CheckResult:
-    exp = w(expected)
-    result = get_checker("allclose", params).check(exp, w(received))
-    assert not result.passed
-    assert result.reason and result.detail
-    for secret in (*secrets, render(exp)):
-        assert secret not in result.reason, (secret, result.reason)
-    return result
+    return assert_fails(get_checker("allclose", params), expected, received, *secrets)
 
 
 def test_defaults() -> None:

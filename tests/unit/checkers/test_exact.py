@@ -16,9 +16,8 @@ from jax.sharding import PartitionSpec as P
 from judge.checkers import CHECKERS, get_checker
 from judge.checkers.base import CheckResult
 from judge.errors import ConfigError
-from judge.values import render
 
-from ..conftest import wire_value as w
+from .support import assert_fails, assert_passes
 
 EXACT = get_checker("exact")
 STRICT = get_checker("exact", {"strict_dtype": True})
@@ -26,19 +25,11 @@ NAN_UNEQUAL = get_checker("exact", {"nan_equal": False})
 
 
 def passes(expected: Any, received: Any, checker=EXACT) -> None:
-    result = checker.check(w(expected), w(received))
-    assert result == CheckResult(True), result
+    assert_passes(checker, expected, received)
 
 
 def fails(expected: Any, received: Any, *secrets: str, checker=EXACT) -> CheckResult:
-    """Check that it fails, with a reason that shows none of ``secrets`` (expected data)."""
-    exp = w(expected)
-    result = checker.check(exp, w(received))
-    assert not result.passed
-    assert result.reason and result.detail
-    for secret in (*secrets, render(exp)):
-        assert secret not in result.reason, (secret, result.reason)
-    return result
+    return assert_fails(checker, expected, received, *secrets)
 
 
 # -- configuration -----------------------------------------------------------------------

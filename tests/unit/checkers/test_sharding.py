@@ -15,10 +15,11 @@ from jax.sharding import PartitionSpec as P
 from judge.checkers import get_checker
 from judge.checkers.base import CheckResult
 from judge.errors import ConfigError
-from judge.values import ArrayValue, format_spec, render
+from judge.values import ArrayValue, format_spec
 
 from ..conftest import VALUE
 from ..conftest import wire_value as w
+from .support import assert_fails, assert_passes
 
 # distinctive values: none of them can turn up in a reason by accident
 HOST = (np.arange(64, dtype=np.float32).reshape(8, 8) + 1000.25)
@@ -29,18 +30,13 @@ def check(expected: Any, received: Any, **params: Any) -> CheckResult:
 
 
 def passes(expected: Any, received: Any, **params: Any) -> None:
-    result = check(expected, received, **params)
-    assert result == CheckResult(True), result
+    assert_passes(get_checker("sharding", params), expected, received)
 
 
 def fails(expected: Any, received: Any, *secrets: str, **params: Any) -> CheckResult:
-    exp = w(expected)
-    result = get_checker("sharding", params).check(exp, w(received))
-    assert not result.passed
-    assert result.reason and result.detail
-    for secret in (*secrets, render(exp), "1000.25", "1001.25"):
-        assert secret not in result.reason, (secret, result.reason)
-    spec = getattr(getattr(exp, "sharding", None), "spec", None)
+    result = assert_fails(get_checker("sharding", params), expected, received,
+                          *secrets, "1000.25", "1001.25")
+    spec = getattr(getattr(w(expected), "sharding", None), "spec", None)
     if spec:
         assert format_spec(spec) not in result.reason
     return result
