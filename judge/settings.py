@@ -21,7 +21,11 @@ class Settings(BaseSettings):
     problems_dir: Path = Field(
         default=REPO_ROOT / "problemsets", description="Folder holding <set>/<slug>/ packages."
     )
-    sandbox: str = Field(default="process", description="Sandbox backend used by default.")
+    sandbox: str = Field(
+        default="auto",
+        description="Sandbox backend: docker, process, or auto (docker when an engine answers, "
+        "else process with a warning).",
+    )
     python: str = Field(
         default=sys.executable, description="Interpreter that runs the harness (process sandbox)."
     )
@@ -55,3 +59,31 @@ class Settings(BaseSettings):
         default=4096, gt=0, description="RLIMIT_NPROC of the process sandbox (per user)."
     )
     process_open_files: int = Field(default=1024, gt=0, description="RLIMIT_NOFILE.")
+
+    sandbox_image: str = Field(default="jaxjudge-sandbox:latest", description="Docker image.")
+    docker_host: str = Field(default="unix:///var/run/docker.sock", description="Engine address.")
+    docker_timeout: float = Field(default=60.0, gt=0, description="Engine API call timeout.")
+    docker_runtime: str = Field(
+        default="", description="OCI runtime for sandboxes, e.g. runsc (gVisor); empty: default."
+    )
+    docker_cpus: float = Field(default=2.0, gt=0, description="--cpus of a sandbox.")
+    docker_cpuset: str = Field(default="", description="--cpuset-cpus; empty: every core.")
+    docker_pids_limit: int = Field(
+        default=128, ge=16, description="--pids-limit (XLA runs about 40 threads for 8 devices)."
+    )
+    docker_tmpfs_mb: int = Field(default=64, ge=1, description="Size of the /tmp tmpfs.")
+    docker_open_files: int = Field(default=256, ge=64, description="RLIMIT_NOFILE in a sandbox.")
+    docker_reap_after_seconds: float = Field(
+        default=3600.0, gt=0, description="Sandbox containers older than this are removed."
+    )
+    pool_size: int = Field(
+        default=0, ge=0, description="Warm containers kept ready (the service; 0: none)."
+    )
+    pool_memory_mb: int = Field(
+        default=4096, ge=64, description="Memory pooled containers start with; lowered to the "
+        "problem's limit at hand-out. Problems above it get a fresh container."
+    )
+    pool_output_bytes: int = Field(
+        default=16 << 20, gt=0, description="File size cap pooled containers start with; the "
+        "harness lowers it to the problem's output limit."
+    )

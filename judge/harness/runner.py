@@ -12,6 +12,7 @@ import contextlib
 import json
 import linecache
 import os
+import resource
 import signal
 import sys
 import threading
@@ -134,6 +135,13 @@ def _convert(value: Any, kind: str, jnp: Any, np: Any) -> Any:
     return value
 
 
+def _lower_limit(which: int, value: int) -> None:
+    soft, hard = resource.getrlimit(which)
+    cap = value if hard == resource.RLIM_INFINITY else min(value, hard)
+    if soft == resource.RLIM_INFINITY or soft > cap:
+        resource.setrlimit(which, (cap, cap))
+
+
 def _timed(seconds: float, fn: Any, *args: Any) -> Any:
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
@@ -176,6 +184,7 @@ def main() -> None:
     test_seconds = float(limits["test_seconds"])
     output_bytes = int(limits["output_bytes"])
     result_bytes = int(limits["result_bytes"])
+    _lower_limit(resource.RLIMIT_FSIZE, output_bytes + 1)  # a pooled sandbox starts higher
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Build the sandbox image (make sandbox-image).
+#
+#   IMAGE       tag to build                      (default: jaxjudge-sandbox:latest)
+#   BASE_IMAGE  a Python 3.11 base to pull        (default: python:3.11-slim-bookworm)
+#   MIRROR      Debian mirror for debootstrap     (default: from /etc/apt, else deb.debian.org)
+#
+# Where the base cannot be pulled (no registry), the base is made with debootstrap
+# (Debian 12 minbase + python3) and `docker import`, once. The host's pip settings (CA
+# bundle at $PIP_CERT, $PIP_INDEX_URL, $PIP_EXTRA_INDEX_URL) reach only the build stage.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+IMAGE=${IMAGE:-jaxjudge-sandbox:latest}
+BASE_IMAGE=${BASE_IMAGE:-python:3.11-slim-bookworm}
+LOCAL_BASE=jaxjudge-base:bookworm
+HARNESS_VERSION=$(sed -n 's/^HARNESS_VERSION = "\(.*\)"$/\1/p' judge/harness/__init__.py)
+[ -n "$HARNESS_VERSION" ] || { echo "build-image: no HARNESS_VERSION in judge/harness/__init__.py" >&2; exit 1; }
+
+docker info >/dev/null 2>&1 || { echo "build-image: no Docker engine answers (see docs/security.md)" >&2; exit 1; }
+
+base=$BASE_IMAGE
+if ! docker image inspect "$base" >/dev/null 2>&1 && ! docker pull -q "$base" >/dev/null 2>&1; then
+    base=$LOCAL_BASE
+    if ! docker image inspect "$base" >/dev/null 2>&1; then
+        command -v debootstrap >/dev/null || { echo "build-image: no registry and no debootstrap" >&2; exit 1; }
+        mirror=${MIRROR:-$(sed -n 's/^URIs: \(http[^ ]*debian\)$/\1/p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -1)}
+        mirror=${mirror:-http://deb.debian.org/debian}
+        rootfs=$(mktemp -d)
+        trap 'rm -rf "$rootfs"' EXIT
+        echo "build-image: no registry; debootstrapping Debian 12 from $mirror (about 45 s)"
+        debootstrap --variant=minbase --include=python3,python3-venv bookworm "$rootfs" "$mirror" >/dev/null
+        rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
+        tar -C "$rootfs" -c . | docker import -c 'ENV LANG=C.UTF-8' - "$base" >/dev/null
+    fi
+fi
+
+ctx=$(mktemp -d)
+trap 'rm -rf "$ctx" ${rootfs:+"$rootfs"}' EXIT
+cp docker/sandbox.Dockerfile "$ctx/Dockerfile"
+cp docker/sandbox-requirements.txt "$ctx/"
+mkdir -p "$ctx/src/judge" "$ctx/pip"
+cp judge/__init__.py "$ctx/src/judge/"
+cp -r judge/harness "$ctx/src/judge/harness"
+find "$ctx/src" -name __pycache__ -prune -exec rm -rf {} +
+cert=${PIP_CERT:-$(pip config get global.cert 2>/dev/null || true)}
+[ -n "$cert" ] && [ -s "$cert" ] && cp "$cert" "$ctx/pip/ca.pem"
+
+echo "build-image: building $IMAGE from $base (harness $HARNESS_VERSION)"
+docker build --network host -q \
+    --build-arg BASE_IMAGE="$base" \
+    --build-arg HARNESS_VERSION="$HARNESS_VERSION" \
+    --build-arg PIP_INDEX_URL="${PIP_INDEX_URL:-https://pypi.org/simple}" \
+    --build-arg PIP_EXTRA_INDEX_URL="$(printf '%s' "${PIP_EXTRA_INDEX_URL:-}" | tr ' ' '\n' | grep -E '^https?://' | tr '\n' ' ' || true)" \
+    -t "$IMAGE" "$ctx" >/dev/null
+docker image prune -f --filter label=org.jaxjudge.stage=build >/dev/null 2>&1 || true
+echo "build-image: $IMAGE ready"

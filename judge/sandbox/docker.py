@@ -1,0 +1,337 @@
+"""The ``docker`` sandbox: the harness in a hardened, throw-away container.
+
+Every container (see ``docs/security.md`` for why each measure is there):
+
+- ``--network none``, a read-only root, ``/tmp`` a small tmpfs (noexec, nosuid, nodev),
+  ``--cap-drop ALL``, ``no-new-privileges``, the engine's default seccomp profile, uid
+  10001, ``--pids-limit``, memory equal to memory+swap, ``--cpus`` with ``--cpuset-cpus``,
+  ulimits on open files, file size and core dumps, no logging driver (output never lands
+  on the host's disk), no environment from the host, an optional ``runtime`` (gVisor's
+  ``runsc``);
+- labels ``org.jaxjudge.sandbox`` and ``org.jaxjudge.owner`` (host:pid of the judge that
+  made it), and the submission id as label (fresh containers) or name (pooled ones);
+- code and inputs go in on standard input; protocol lines come out on standard output,
+  capped; the supervisor's deadlines kill the container; it is removed in every case.
+
+A container serves one run. :func:`reap` removes labelled containers whose owner died.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+import socket
+import struct
+import threading
+import time
+from dataclasses import dataclass
+
+import docker.errors
+import requests
+from docker.types import Ulimit
+
+import docker
+from docker.api import APIClient
+from judge.errors import ConfigError, SandboxError
+from judge.harness import HARNESS_VERSION
+from judge.sandbox.base import Sandbox
+from judge.sandbox.protocol import Job, Limits, RunOutcome
+from judge.sandbox.supervisor import EOF, OVERFLOW, TIMEOUT, ExitInfo, LineResult, supervise
+from judge.settings import Settings
+
+SANDBOX_LABEL = "org.jaxjudge.sandbox"
+OWNER_LABEL = "org.jaxjudge.owner"
+SUBMISSION_LABEL = "org.jaxjudge.submission"
+VERSION_LABEL = "org.jaxjudge.harness-version"
+PROTOCOL_SLACK = 64 * 1024
+UID = "10001:10001"
+
+
+def owner_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def client(settings: Settings) -> APIClient:
+    """A low-level client; raises SandboxError when no engine answers."""
+    try:
+        api = APIClient(base_url=settings.docker_host, timeout=settings.docker_timeout)
+        api.ping()
+    except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
+        raise SandboxError(f"no Docker engine answers at {settings.docker_host}: {exc}") from None
+    return api
+
+
+def engine_answers(settings: Settings) -> bool:
+    try:
+        client(settings).close()
+    except SandboxError:
+        return False
+    return True
+
+
+def check_image(api: APIClient, image: str) -> None:
+    """Refuse a missing image, or one whose harness is not the judge's."""
+    try:
+        labels = api.inspect_image(image)["Config"].get("Labels") or {}
+    except docker.errors.ImageNotFound:
+        raise ConfigError(f"the sandbox image {image} is missing; build it with "
+                          "`make sandbox-image`") from None
+    found = labels.get(VERSION_LABEL)
+    if found != HARNESS_VERSION:
+        raise ConfigError(f"the sandbox image {image} has harness version {found or 'none'}, "
+                          f"this judge needs {HARNESS_VERSION}; rebuild it with "
+                          "`make sandbox-image`")
+
+
+@dataclass(frozen=True)
+class ContainerSpec:
+    """What a container is created with; the pool creates with the most generous limits
+    it serves and tightens memory at hand-out."""
+
+    memory_mb: int
+    fsize_bytes: int
+    label: str = ""
+
+    @classmethod
+    def for_limits(cls, limits: Limits, label: str = "") -> ContainerSpec:
+        return cls(memory_mb=limits.memory_mb, fsize_bytes=limits.output_bytes + 1, label=label)
+
+
+def create(api: APIClient, settings: Settings, spec: ContainerSpec) -> str:
+    host_config = api.create_host_config(
+        network_mode="none",
+        read_only=True,
+        tmpfs={"/tmp": f"rw,size={settings.docker_tmpfs_mb}m,noexec,nosuid,nodev,mode=1777"},
+        cap_drop=["ALL"],
+        security_opt=["no-new-privileges"],
+        pids_limit=settings.docker_pids_limit,
+        mem_limit=f"{spec.memory_mb}m",
+        memswap_limit=f"{spec.memory_mb}m",
+        nano_cpus=int(settings.docker_cpus * 1e9),
+        cpuset_cpus=settings.docker_cpuset or f"0-{(os.cpu_count() or 1) - 1}",
+        ulimits=[
+            Ulimit(name="nofile", soft=settings.docker_open_files, hard=settings.docker_open_files),
+            Ulimit(name="fsize", soft=spec.fsize_bytes, hard=spec.fsize_bytes),
+            Ulimit(name="core", soft=0, hard=0),
+        ],
+        log_config={"type": "none"},
+        runtime=settings.docker_runtime or None,
+        init=False,
+    )
+    labels = {SANDBOX_LABEL: "1", OWNER_LABEL: owner_id()}
+    if spec.label:
+        labels[SUBMISSION_LABEL] = spec.label[:200]
+    container = api.create_container(
+        settings.sandbox_image,
+        stdin_open=True,  # and so StdinOnce: closing our end is the job's end of file
+        user=UID,
+        environment={},
+        working_dir="/tmp",
+        labels=labels,
+        host_config=host_config,
+        network_disabled=True,
+    )
+    return str(container["Id"])
+
+
+class DockerChannel:
+    """The supervisor's channel over a container's attach stream (stdout: protocol lines,
+    stderr: the harness's diagnostics), demultiplexed by a reader thread."""
+
+    def __init__(self, api: APIClient, cid: str, max_line: int, max_stderr: int) -> None:
+        self.api = api
+        self.cid = cid
+        self.max_line = max_line
+        self.max_stderr = max_stderr
+        self.lines: queue.Queue[LineResult] = queue.Queue()
+        self.stderr = bytearray()
+        self.pushed: list[bytes] = []
+        self._dead = threading.Event()
+        self._killed = False
+        sock = api.attach_socket(cid, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
+        self._sock: socket.socket = sock._sock
+        self._reader = threading.Thread(target=self._read, daemon=True)
+
+    def start(self) -> DockerChannel:
+        self.api.start(self.cid)
+        self._reader.start()
+        return self
+
+    def _recv(self, n: int) -> bytes | None:
+        data = bytearray()
+        while len(data) < n:
+            chunk = self._sock.recv(min(n - len(data), 1 << 16))
+            if not chunk:
+                return None
+            data += chunk
+        return bytes(data)
+
+    def _read(self) -> None:
+        pending = bytearray()
+        try:
+            while True:
+                header = self._recv(8)
+                if header is None:
+                    break
+                stream, size = struct.unpack(">BxxxL", header)
+                if stream == 2:
+                    body = self._recv(size)
+                    if body is None:
+                        break
+                    room = self.max_stderr - len(self.stderr)
+                    if room > 0:
+                        self.stderr += body[:room]
+                    continue
+                while size:  # stdout: protocol lines, capped as they stream in
+                    chunk = self._recv(min(size, 1 << 16))
+                    if chunk is None:
+                        break
+                    size -= len(chunk)
+                    pending += chunk
+                    while (newline := pending.find(b"\n")) >= 0:
+                        line, pending = bytes(pending[: newline + 1]), pending[newline + 1 :]
+                        if len(line) > self.max_line:
+                            self.lines.put(OVERFLOW)
+                            return
+                        self.lines.put(line)
+                    if len(pending) > self.max_line:
+                        self.lines.put(OVERFLOW)
+                        return
+        except OSError:
+            pass
+        finally:
+            self._dead.set()
+            self.lines.put(EOF)
+
+    @property
+    def alive(self) -> bool:
+        return not self._dead.is_set()
+
+    def send(self, data: bytes) -> None:
+        try:
+            self._sock.sendall(data)
+            self._sock.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass  # the container is gone; the supervisor will read EOF
+
+    def push_back(self, line: bytes) -> None:
+        """Return a line already read (the pool reads `ready` ahead of the supervisor)."""
+        self.pushed.append(line)
+
+    def read_line(self, timeout: float) -> LineResult:
+        if self.pushed:
+            return self.pushed.pop()
+        try:
+            return self.lines.get(timeout=timeout)
+        except queue.Empty:
+            return TIMEOUT
+
+    def kill(self) -> None:
+        if self._killed:
+            return
+        self._killed = True
+        remove(self.api, self.cid)
+        with contextlib.suppress(OSError):
+            self._sock.close()
+
+    def exit_info(self) -> ExitInfo:
+        """How the harness ended: waits a moment for it to exit by itself."""
+        try:
+            self.api.wait(self.cid, timeout=2)
+            state = self.api.inspect_container(self.cid)["State"]
+        except (docker.errors.DockerException, requests.exceptions.RequestException):
+            self.kill()
+            return ExitInfo()
+        self.kill()
+        code = int(state.get("ExitCode", 0))
+        if state.get("OOMKilled"):
+            return ExitInfo(code=code, oom_killed=True)
+        if code > 128:
+            return ExitInfo(signal=code - 128)
+        return ExitInfo(code=code)
+
+    def diagnostics(self) -> str:
+        return bytes(self.stderr).decode("utf-8", "replace")
+
+
+def remove(api: APIClient, cid: str) -> None:
+    with contextlib.suppress(docker.errors.DockerException, requests.exceptions.RequestException):
+        api.remove_container(cid, force=True)
+
+
+def reap(api: APIClient, older_than_seconds: float = 3600.0) -> list[str]:
+    """Remove sandbox containers left behind: those whose owner (a judge process on this
+    host) is gone, and any older than ``older_than_seconds``. Returns their ids."""
+    host = socket.gethostname()
+    removed = []
+    for info in api.containers(all=True, filters={"label": SANDBOX_LABEL}):
+        owner = (info.get("Labels") or {}).get(OWNER_LABEL, "")
+        owner_host, _, pid = owner.rpartition(":")
+        orphan = owner_host == host and pid.isdigit() and not _pid_alive(int(pid))
+        if orphan or time.time() - info.get("Created", 0) > older_than_seconds:
+            remove(api, info["Id"])
+            removed.append(info["Id"])
+    return removed
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class DockerSandbox(Sandbox):
+    name = "docker"
+    isolated = True
+
+    def __init__(self, settings: Settings) -> None:
+        super().__init__(settings)
+        self.api = client(settings)
+        check_image(self.api, settings.sandbox_image)
+        reap(self.api, older_than_seconds=settings.docker_reap_after_seconds)
+        self.pool = None
+        if settings.pool_size > 0:
+            from judge.sandbox.pool import WarmPool
+
+            self.pool = WarmPool(self.api, settings)
+
+    def fresh(self, job: Job) -> DockerChannel:
+        cid = create(self.api, self.settings, ContainerSpec.for_limits(job.limits, job.label))
+        try:
+            return DockerChannel(self.api, cid, self.max_line(job),
+                                 self.settings.harness_stderr_bytes).start()
+        except BaseException:
+            remove(self.api, cid)
+            raise
+
+    def max_line(self, job: Job) -> int:
+        return job.limits.result_bytes + PROTOCOL_SLACK
+
+    def run(self, job: Job) -> RunOutcome:
+        try:
+            channel = None
+            if self.pool is not None:
+                channel = self.pool.acquire(job)
+            if channel is None:
+                channel = self.fresh(job)
+        except (docker.errors.DockerException, requests.exceptions.RequestException,
+                SandboxError) as exc:
+            return RunOutcome(status="internal_error", message=f"could not start a sandbox: {exc}")
+        try:
+            return supervise(channel, job, startup_seconds=self.settings.startup_seconds,
+                             grace=self.settings.grace_seconds)
+        finally:
+            channel.kill()
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.close()
+        self.api.close()
+
+
+__all__ = ["DockerChannel", "DockerSandbox", "engine_answers", "reap"]
