@@ -3,7 +3,7 @@ PYTHON ?= python3.11
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: install lint test test-fast verify bench clean
+.PHONY: install engine sandbox-image lint test test-fast verify bench clean
 
 install: $(BIN)/jaxjudge
 
@@ -12,6 +12,12 @@ $(BIN)/jaxjudge: pyproject.toml
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
 	@touch $@
+
+engine:
+	bash docker/engine.sh
+
+sandbox-image: install engine
+	PYTHON=$(BIN)/python bash docker/build-image.sh
 
 lint: install
 	$(BIN)/ruff check judge api workers tests bench
@@ -30,6 +36,7 @@ verify: install
 
 bench: install
 	$(BIN)/python bench/grade_seeds.py
+	$(BIN)/python bench/sandbox.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

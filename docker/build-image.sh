@@ -14,7 +14,9 @@ cd "$(dirname "$0")/.."
 IMAGE=${IMAGE:-jaxjudge-sandbox:latest}
 BASE_IMAGE=${BASE_IMAGE:-python:3.11-slim-bookworm}
 LOCAL_BASE=jaxjudge-base:bookworm
+PYTHON=${PYTHON:-.venv/bin/python}
 HARNESS_VERSION=$(sed -n 's/^HARNESS_VERSION = "\(.*\)"$/\1/p' judge/harness/__init__.py)
+HARNESS_DIGEST=$("$PYTHON" -m judge.sandbox.image)
 [ -n "$HARNESS_VERSION" ] || { echo "build-image: no HARNESS_VERSION in judge/harness/__init__.py" >&2; exit 1; }
 
 docker info >/dev/null 2>&1 || { echo "build-image: no Docker engine answers (see docs/security.md)" >&2; exit 1; }
@@ -46,10 +48,11 @@ find "$ctx/src" -name __pycache__ -prune -exec rm -rf {} +
 cert=${PIP_CERT:-$(pip config get global.cert 2>/dev/null || true)}
 [ -n "$cert" ] && [ -s "$cert" ] && cp "$cert" "$ctx/pip/ca.pem"
 
-echo "build-image: building $IMAGE from $base (harness $HARNESS_VERSION)"
+echo "build-image: building $IMAGE from $base (harness $HARNESS_VERSION, $HARNESS_DIGEST)"
 docker build --network host -q \
     --build-arg BASE_IMAGE="$base" \
     --build-arg HARNESS_VERSION="$HARNESS_VERSION" \
+    --build-arg HARNESS_DIGEST="$HARNESS_DIGEST" \
     --build-arg PIP_INDEX_URL="${PIP_INDEX_URL:-https://pypi.org/simple}" \
     --build-arg PIP_EXTRA_INDEX_URL="$(printf '%s' "${PIP_EXTRA_INDEX_URL:-}" | tr ' ' '\n' | grep -E '^https?://' | tr '\n' ' ' || true)" \
     -t "$IMAGE" "$ctx" >/dev/null

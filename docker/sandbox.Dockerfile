@@ -26,6 +26,7 @@ RUN purelib="$(/opt/jaxjudge/bin/python -c 'import sysconfig; print(sysconfig.ge
 # -- final stage: the venv and the harness, nothing of the build ----------------------
 FROM ${BASE_IMAGE}
 ARG HARNESS_VERSION
+ARG HARNESS_DIGEST
 COPY --from=build /opt/jaxjudge /opt/jaxjudge
 # No setuid or setgid programs; nothing a submission could use to change user.
 RUN find / -xdev -type f -perm /6000 -exec chmod a-s {} + 2>/dev/null || true
@@ -33,6 +34,7 @@ ENV XLA_FLAGS=--xla_force_host_platform_device_count=8 \
     JAX_PLATFORMS=cpu \
     PYTHONDONTWRITEBYTECODE=1
 LABEL org.jaxjudge.harness-version="${HARNESS_VERSION}" \
+      org.jaxjudge.harness-digest="${HARNESS_DIGEST}" \
       org.jaxjudge.image="sandbox"
 WORKDIR /tmp
 USER 10001:10001

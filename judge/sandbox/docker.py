@@ -29,13 +29,14 @@ from dataclasses import dataclass
 
 import docker.errors
 import requests
+from docker.api import APIClient
 from docker.types import Ulimit
 
 import docker
-from docker.api import APIClient
 from judge.errors import ConfigError, SandboxError
 from judge.harness import HARNESS_VERSION
 from judge.sandbox.base import Sandbox
+from judge.sandbox.image import DIGEST_LABEL, VERSION_LABEL, harness_digest
 from judge.sandbox.protocol import Job, Limits, RunOutcome
 from judge.sandbox.supervisor import EOF, OVERFLOW, TIMEOUT, ExitInfo, LineResult, supervise
 from judge.settings import Settings
@@ -43,7 +44,6 @@ from judge.settings import Settings
 SANDBOX_LABEL = "org.jaxjudge.sandbox"
 OWNER_LABEL = "org.jaxjudge.owner"
 SUBMISSION_LABEL = "org.jaxjudge.submission"
-VERSION_LABEL = "org.jaxjudge.harness-version"
 PROTOCOL_SLACK = 64 * 1024
 UID = "10001:10001"
 
@@ -77,11 +77,14 @@ def check_image(api: APIClient, image: str) -> None:
     except docker.errors.ImageNotFound:
         raise ConfigError(f"the sandbox image {image} is missing; build it with "
                           "`make sandbox-image`") from None
-    found = labels.get(VERSION_LABEL)
-    if found != HARNESS_VERSION:
-        raise ConfigError(f"the sandbox image {image} has harness version {found or 'none'}, "
-                          f"this judge needs {HARNESS_VERSION}; rebuild it with "
-                          "`make sandbox-image`")
+    found = (labels.get(VERSION_LABEL), labels.get(DIGEST_LABEL))
+    wanted = (HARNESS_VERSION, harness_digest())
+    if found != wanted:
+        raise ConfigError(
+            f"the sandbox image {image} is stale: it carries harness {found[0] or 'none'} "
+            f"({found[1] or 'no digest'}), this judge has {wanted[0]} ({wanted[1]}); "
+            "rebuild it with `make sandbox-image`"
+        )
 
 
 @dataclass(frozen=True)

@@ -26,9 +26,9 @@ import time
 
 import docker.errors
 import requests
+from docker.api import APIClient
 
 import docker
-from docker.api import APIClient
 from judge.harness import HARNESS_VERSION
 from judge.sandbox.docker import ContainerSpec, DockerChannel, create, reap, remove
 from judge.sandbox.protocol import Job, ReadyEvent

@@ -66,7 +66,28 @@ def test_grade_json_prints_the_report_alone_on_stdout(capsys, tmp_path: Path) ->
     assert code == 0
     report = VerdictReport.model_validate(json.loads(out))
     assert report.verdict == "accepted" and report.problem == "demo/layout"
+    assert report.sandbox == "docker"  # an engine answers, so auto picks the container
+    assert err == ""
+
+
+@pytest.mark.slow
+def test_grade_falls_back_to_process_with_a_warning_without_an_engine(
+    capsys, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("JAXJUDGE_DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
+    code, out, err = jaxjudge(capsys, "grade", "demo/layout", write(tmp_path, "a.py", CORRECT.encode()),
+                              "--format", "json")
+    assert code == 0
+    assert VerdictReport.model_validate(json.loads(out)).sandbox == "process"
     assert "does not isolate" in err  # the process sandbox warns, on stderr
+
+
+def test_a_missing_sandbox_image_is_a_one_line_error(capsys, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JAXJUDGE_SANDBOX_IMAGE", "jaxjudge-no-such-image:0")
+    code, _, err = jaxjudge(capsys, "grade", "demo/layout", write(tmp_path, "a.py", CORRECT.encode()),
+                            "--sandbox", "docker")
+    assert_one_line_error(code, err, "is missing", "make sandbox-image")
 
 
 @pytest.mark.slow
