@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import socket
@@ -119,10 +120,8 @@ def test_the_reaper_removes_orphans_and_keeps_live_owners(api, settings: Setting
         assert live in reap(api, older_than_seconds=0)  # too old: removed whatever the owner
     finally:
         for cid in (orphan, live):
-            try:
+            with contextlib.suppress(docker.errors.NotFound):
                 api.remove_container(cid, force=True)
-            except docker.errors.NotFound:
-                pass
 
 
 def test_auto_picks_docker_when_an_engine_answers_and_process_otherwise(
