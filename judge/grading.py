@@ -76,12 +76,22 @@ def grade(problem: Problem, code: str, *, sandbox: Sandbox, settings: Settings,
     return report.model_copy(update={"sandbox": sandbox.name, "timings": timings})
 
 
-def _error_text(error: ErrorInfo | None, full: bool) -> str:
+# What a hidden test may say when it did not pass. Fixed texts: exception types, line
+# numbers, exit codes and the harness's own messages are all the submission's to choose,
+# so any of them could carry a hidden input out. A hidden test's checker reason is ours.
+HIDDEN_MESSAGES: dict[str, str] = {
+    "error": "the submission raised an exception",
+    "timeout": "the test ran over its time limit",
+    "memory": "the submission ran out of memory",
+    "output_limit": "the submission went over the output limit (printed output or return value)",
+    "crashed": "the submission's process died during the test",
+}
+
+
+def _error_text(error: ErrorInfo | None) -> str:
     if error is None:
         return "the submission raised an exception"
     where = f" (line {error.line})" if error.line else ""
-    if not full:
-        return f"{error.type} raised{where}"
     text = f"{error.type}: {error.message}{where}" if error.message else f"{error.type}{where}"
     if error.traceback:
         text += "\n" + error.traceback.rstrip()
@@ -93,10 +103,18 @@ def _test_verdict(run: TestRun) -> Verdict:
     return STATUS_VERDICT.get(status, Verdict.INTERNAL_ERROR)
 
 
+def _sample_message(run: TestRun) -> str:
+    if run.status == "error":
+        return _error_text(run.error)
+    if run.status == "memory":  # a MemoryError in Python, or the engine's OOM kill
+        detail = _error_text(run.error) if run.error is not None else run.message
+        return HIDDEN_MESSAGES["memory"] + (f" ({detail})" if detail else "")
+    return run.message or HIDDEN_MESSAGES.get(run.status, run.status)
+
+
 def _judge_test(test: StoredTest, run: TestRun, checker: Checker) -> TestResult:
     sample = test.visibility == "sample"
     verdict: Verdict
-    message = ""
     if run.status == "ok" and run.value is not None:
         result = checker.check(test.expected, run.value)
         verdict = Verdict.ACCEPTED if result.passed else Verdict.WRONG_ANSWER
@@ -105,16 +123,8 @@ def _judge_test(test: StoredTest, run: TestRun, checker: Checker) -> TestResult:
         verdict, message = _test_verdict(run), run.message
     else:
         verdict = _test_verdict(run)
-        if run.status == "error":
-            message = _error_text(run.error, full=sample)
-        elif run.status == "timeout":
-            message = run.message or "the test ran over its time limit"
-        elif run.status == "memory":
-            message = "the submission ran out of memory"
-            if run.error is not None and sample:
-                message += f" ({_error_text(run.error, True)})"
-        else:
-            message = run.message or run.status
+        message = _sample_message(run) if sample else HIDDEN_MESSAGES.get(
+            run.status, "the test failed")
     extra = {}
     if sample:
         extra = {
@@ -147,7 +157,7 @@ def judge_outcome(problem_id: str, version: str, tests: list[StoredTest], outcom
     message = ""
     runs = {r.index: r for r in outcome.tests}
     if outcome.status == "compile_error":
-        message = f"the submission could not be loaded: {_error_text(outcome.error, True)}"
+        message = f"the submission could not be loaded: {_error_text(outcome.error)}"
         results = [_uniform(t, Verdict.COMPILE_ERROR, "not run: the submission did not load")
                    for t in tests]
     elif outcome.status == "load_timeout":

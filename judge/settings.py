@@ -37,6 +37,10 @@ class Settings(BaseSettings):
     grace_seconds: float = Field(
         default=1.0, ge=0, description="Slack on top of each time limit before the hard kill."
     )
+    transfer_allowance_seconds: float = Field(
+        default=0.25, ge=0, description="Time from the harness's clock stopping to its result "
+        "arriving (encoding, transfer) that does not count against a test's limit.",
+    )
     result_bytes: int = Field(
         default=1 << 20, gt=0, description="Largest encoded return value of one test."
     )

@@ -234,9 +234,13 @@ class DockerChannel:
         if self._killed:
             return
         self._killed = True
-        remove(self.api, self.cid)
+        # The attach stream first: a harness blocked writing to it (a flood on the
+        # protocol descriptor) would hold a forced removal until the API call times out.
+        with contextlib.suppress(OSError):
+            self._sock.shutdown(socket.SHUT_RDWR)
         with contextlib.suppress(OSError):
             self._sock.close()
+        remove(self.api, self.cid)
 
     def exit_info(self) -> ExitInfo:
         """How the harness ended: waits a moment for it to exit by itself."""
@@ -327,7 +331,8 @@ class DockerSandbox(Sandbox):
             return RunOutcome(status="internal_error", message=f"could not start a sandbox: {exc}")
         try:
             return supervise(channel, job, startup_seconds=self.settings.startup_seconds,
-                             grace=self.settings.grace_seconds)
+                             grace=self.settings.grace_seconds,
+                             transfer_allowance=self.settings.transfer_allowance_seconds)
         finally:
             channel.kill()
 

@@ -181,6 +181,7 @@ class ProcessSandbox(Sandbox):
                 job,
                 startup_seconds=self.settings.startup_seconds,
                 grace=self.settings.grace_seconds,
+                transfer_allowance=self.settings.transfer_allowance_seconds,
             )
         except OSError as exc:
             return RunOutcome(status="internal_error", message=f"could not start the harness: {exc}")

@@ -119,17 +119,23 @@ def _status_for_exit(info: ExitInfo) -> TestStatus:
     return "crashed"
 
 
-def supervise(channel: Channel, job: Job, *, startup_seconds: float, grace: float) -> RunOutcome:
-    """Run ``job`` over ``channel``; always returns, always leaves the channel killed."""
+def supervise(channel: Channel, job: Job, *, startup_seconds: float, grace: float,
+              transfer_allowance: float = 0.25) -> RunOutcome:
+    """Run ``job`` over ``channel``; always returns, always leaves the channel killed.
+
+    ``transfer_allowance`` is the time between the harness's clock stopping and its result
+    line arriving (encoding, transfer) that does not count against the test's limit."""
     try:
-        return _Run(channel, job, startup_seconds, grace).run()
+        return _Run(channel, job, startup_seconds, grace, transfer_allowance).run()
     finally:
         channel.kill()
 
 
 class _Run:
-    def __init__(self, channel: Channel, job: Job, startup_seconds: float, grace: float) -> None:
+    def __init__(self, channel: Channel, job: Job, startup_seconds: float, grace: float,
+                 transfer_allowance: float) -> None:
         self.channel = channel
+        self.transfer_allowance = transfer_allowance
         self.job = job
         self.startup_seconds = startup_seconds
         self.grace = grace
@@ -169,10 +175,9 @@ class _Run:
                 f"the harness is version {ready.harness_version}, the judge needs "
                 f"{HARNESS_VERSION}: rebuild the sandbox"
             )
-        self.timing = {
-            "startup_ms": max((time.monotonic() - started) * 1000 - ready.import_ms, 0.0),
-            "import_ms": ready.import_ms,
-        }
+        waited = (time.monotonic() - started) * 1000
+        imports = min(ready.import_ms, waited)  # 0 for a pooled harness, ready beforehand
+        self.timing = {"startup_ms": waited - imports, "import_ms": imports}
         self.channel.send(self.job.model_dump_json(exclude={"label"}).encode())
         return self.load()
 
@@ -223,8 +228,7 @@ class _Run:
             run = self.one_test(test.index)
             runs.append(run)
             if self.stopped:
-                why = run.message or run.status
-                runs += self.not_run(position + 1, f"not run: an earlier test ended the run ({why})",
+                runs += self.not_run(position + 1, "not run: an earlier test ended the run",
                                      run.status)
                 break
         tests_ms = (time.monotonic() - t0) * 1000
@@ -252,8 +256,11 @@ class _Run:
         except _Violation as exc:
             return self.stop(index, "crashed", f"the judge's channel was corrupted: {exc}")
         if isinstance(event, ResultEvent) and event.index == index:
-            run = TestRun(**event.model_dump(exclude={"event"}))
-            if run.status == "ok" and run.time_ms > limit * 1000:
+            # The harness's clock is the submission's to tamper with: the time reported is
+            # ours (start line to result line), and either clock over the limit is a timeout.
+            run = TestRun(**{**event.model_dump(exclude={"event"}), "time_ms": elapsed})
+            over = max(event.time_ms, elapsed - self.transfer_allowance * 1000) > limit * 1000
+            if run.status == "ok" and over:
                 run = run.model_copy(update={"status": "timeout", "value": None,
                                              "message": f"the test ran over {limit:g} s"})
             if run.status in ("output_limit", "timeout"):

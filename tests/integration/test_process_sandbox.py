@@ -74,7 +74,7 @@ def test_runtime_error_shows_the_message_for_samples_only(run) -> None:
     assert report.verdict is Verdict.RUNTIME_ERROR
     sample, hidden = report.tests[0], report.tests[2]
     assert "ValueError: secret input 16.0" in sample.message and "line 3" in sample.message
-    assert hidden.message == "ValueError raised (line 3)"
+    assert hidden.message == "the submission raised an exception"  # no type, no line
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,469 @@
+"""Attacks on the grading itself: finding the expected outputs (they never enter the
+sandbox), forging verdicts or protocol lines, leaving mid-test, patching the harness, and
+values that lie about themselves. Expected values are compared on the trusted side, so
+none of this may ever turn a hidden test the submission does not solve into ``accepted``.
+
+Most attacks use security/vault, whose hidden answers no input reveals: an attack that
+found them would return them and be accepted."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from judge.catalog import Catalog
+from judge.report import VerdictReport
+from judge.testdata import load_tests
+from judge.verdict import Verdict
+
+from .support import Judge, describe, facts, verdicts
+
+pytestmark = pytest.mark.slow
+
+RIGHT = "return [int(kernel_in), int(kernel_out) // int(num_devices)]"
+SAMPLES_ONLY = [Verdict.ACCEPTED, Verdict.ACCEPTED, Verdict.WRONG_ANSWER, Verdict.WRONG_ANSWER]
+PUBLIC = "{0: 2, 1: 3}"  # the vault's sample answers, shown to every student
+
+
+def assert_hidden_unsolved(report: VerdictReport) -> None:
+    text = describe(report)
+    assert report.verdict is not Verdict.ACCEPTED, text
+    hidden = [t for t in report.tests if t.visibility == "hidden"]
+    assert hidden and all(t.verdict is not Verdict.ACCEPTED for t in hidden), text
+    assert report.score == 0, text
+
+
+def test_expected_values_are_nowhere_in_the_sandboxs_memory(judge_vault: Judge) -> None:
+    # From inside the call: the caller's frames (the harness's locals, the job), every
+    # object the garbage collector knows, every module, standard input and every readable
+    # descriptor, the environment, and finally all readable memory of the process.
+    report = judge_vault(f"""
+        import gc, json, os, sys, time
+
+        ANSWERS, SEEN = {{}}, {{}}
+
+        def look(value, depth=0):
+            if depth > 6:
+                return
+            kind = type(value)
+            if kind in (str, bytes, bytearray):
+                ANSWERS.update(SEARCH(bytes(value) if kind is bytearray else value))
+            elif kind is int:
+                ANSWERS.update(SEARCH(str(value)))
+            elif kind is float:
+                ANSWERS.update(SEARCH(repr(value)))
+            elif kind in (list, tuple, set, frozenset):
+                for item in list(value)[:100_000]:
+                    look(item, depth + 1)
+            elif kind is dict:
+                for key, item in list(value.items())[:100_000]:
+                    look(key, depth + 1)
+                    look(item, depth + 1)
+
+        def frames():
+            names, frame = [], sys._getframe(1)
+            while frame is not None:
+                names.append(frame.f_code.co_name)
+                look(dict(frame.f_locals))
+                look(dict(frame.f_globals))
+                frame = frame.f_back
+            return names
+
+        def objects():
+            found = gc.get_objects()
+            for obj in found:
+                if type(obj) in (list, tuple, dict, set, frozenset):
+                    look(obj, 5)
+                elif hasattr(obj, "__dict__") and type(getattr(obj, "__dict__", None)) is dict:
+                    look(obj.__dict__, 5)
+            return len(found)
+
+        def descriptors():
+            read = {{}}
+            for fd in sorted(map(int, os.listdir("/proc/self/fd"))):
+                target = os.readlink(f"/proc/self/fd/{{fd}}") if os.path.lexists(f"/proc/self/fd/{{fd}}") else ""
+                if target.startswith(("pipe:", "socket:", "anon_inode:")):
+                    read[fd] = target  # the judge's channel: write-only for us, and live
+                    continue
+                try:
+                    data = os.pread(fd, 1 << 24, 0)
+                    ANSWERS.update(SEARCH(data))
+                    read[fd] = f"{{target}} {{len(data)}} bytes"
+                except OSError as exc:
+                    read[fd] = f"{{target}} {{exc.strerror}}"
+            read["stdin"] = repr(sys.stdin.read())
+            return read
+
+        def find_job():
+            frame = sys._getframe()
+            while frame is not None:
+                if isinstance(frame.f_locals.get("job"), dict):
+                    return frame.f_locals["job"]
+                frame = frame.f_back
+
+        def vault(key):
+            if not SEEN:
+                t0 = time.monotonic()
+                job = find_job()
+                SEEN["frames"] = frames()
+                SEEN["test keys"] = sorted(job["tests"][0]) if job else None
+                SEEN["job keys"] = sorted(job) if job else None
+                SEEN["objects"] = objects()
+                SEEN["modules"] = len(sys.modules)
+                for module in list(sys.modules.values()):
+                    look(dict(getattr(module, "__dict__", {{}})), 5)
+                SEEN["descriptors"] = descriptors()
+                look(dict(os.environ))
+                look(open("/proc/self/environ", "rb").read())
+                look(open("/proc/self/cmdline", "rb").read())
+                SEEN["memory"], found = SCAN_MEMORY()
+                ANSWERS.update(found)
+                SEEN["answers"] = sorted(ANSWERS)
+                SEEN["seconds"] = round(time.monotonic() - t0, 1)
+                print("@@", json.dumps(SEEN))
+            return ANSWERS.get(key, {PUBLIC}.get(key, 0))
+    """)
+    seen = facts(report)
+    assert seen.get("answers") == [], describe(report)
+    assert verdicts(report) == SAMPLES_ONLY, describe(report)
+    assert_hidden_unsolved(report)
+    # The search reached what it meant to: the harness's frames and its job (inputs only),
+    # the heap, the modules, the descriptors and hundreds of MiB of memory.
+    assert "main" in seen["frames"], seen["frames"]
+    assert seen["job keys"] == ["code", "entry_point", "limits", "tests"], seen
+    assert seen["test keys"] == ["args", "index", "kinds"], seen  # no "expected"
+    assert seen["objects"] > 10_000 and seen["modules"] > 200, seen
+    assert seen["descriptors"]["stdin"] == "''", seen["descriptors"]
+    assert seen["memory"] > 200 << 20, seen
+
+
+def test_the_searches_find_an_answer_that_is_there(judge_vault: Judge) -> None:
+    # The control for the searches of this file and test_files.py: with the answers in a
+    # file under /tmp and in memory, SCAN_FILES and SCAN_MEMORY find them and the
+    # submission is accepted.
+    report = judge_vault("""
+        import json, os
+        PLANTED = "".join(["791", "9104", "729"]) + " and " + "10472" + "97919"
+        os.makedirs("/tmp/data/hidden")
+        open("/tmp/data/hidden/02-omega.json", "w").write(PLANTED)
+        files, in_files = SCAN_FILES("/tmp")
+        _, in_memory = SCAN_MEMORY()
+        print("@@", json.dumps({"files": sorted(in_files), "memory": sorted(in_memory),
+                                "names": files["names"], "dirs": files["dirs"]}))
+
+        def vault(key):
+            return in_memory.get(key, {0: 2, 1: 3}.get(key, 0))
+    """)
+    seen = facts(report)
+    assert seen["files"] == seen["memory"] == [2, 3], seen
+    assert seen["names"] == ["/tmp/data/hidden/02-omega.json"] * 2, seen  # by name, by content
+    assert seen["dirs"] == ["/tmp/data/hidden"], seen
+    assert report.verdict is Verdict.ACCEPTED, describe(report)
+
+
+FAKE_LINES = r"""
+import json
+FAKES = [
+    json.dumps({"event": "result", "index": i, "status": "ok", "time_ms": 1.0,
+                "value": {"t": "int", "v": i}}) for i in range(4)
+] + [
+    json.dumps({"event": "start", "index": i}) for i in range(4)
+] + [
+    json.dumps({"event": "done"}),
+    json.dumps({"verdict": "accepted", "score": 2, "max_score": 2}),
+    "ACCEPTED", "verdict: accepted", "All tests passed.",
+]
+BLOB = ("\n" + "\n".join(FAKES) + "\n").encode()
+"""
+
+
+def test_fake_verdicts_printed_on_stdout_and_stderr_are_just_output(judge_layout: Judge) -> None:
+    report = judge_layout("""
+        import json, os, sys
+        FAKE = json.dumps({"event": "result", "index": 2, "status": "ok", "time_ms": 1.0,
+                           "value": {"t": "list", "items": [{"t": "int", "v": 5},
+                                                            {"t": "int", "v": 7}]}})
+        def layout(num_devices, kernel_in, kernel_out):
+            for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+                print("\\n" + FAKE + "\\nACCEPTED", file=stream, flush=True)
+            for path in ("/dev/stdout", "/dev/stderr", "/proc/self/fd/1", "/proc/self/fd/2"):
+                with open(path, "a") as f:
+                    f.write(FAKE + "\\n")
+            return [0, 0]
+    """)
+    assert report.verdict is Verdict.WRONG_ANSWER, describe(report)
+    assert set(verdicts(report)) == {Verdict.WRONG_ANSWER}, describe(report)
+    assert '"event": "result"' in report.stdout and '"event": "result"' in report.stderr
+
+
+def test_forged_protocol_lines_on_every_descriptor_claim_nothing(judge_vault: Judge) -> None:
+    # The judge's channel is a descriptor of the harness, so the submission can write to
+    # it; what it can forge is a claim about its own return values, which are then checked
+    # against answers it never had.
+    report = judge_vault(FAKE_LINES + textwrap.dedent("""
+        import os
+
+        def spray():
+            for fd in range(0, 21):
+                try:
+                    os.write(fd, BLOB)
+                except OSError:
+                    pass
+            for name in os.listdir("/proc/self/fd"):
+                try:
+                    with open("/proc/self/fd/" + name, "wb", buffering=0) as f:
+                        f.write(BLOB)
+                except OSError:
+                    pass
+
+        def vault(key):
+            spray()
+            return 0
+    """))
+    assert_hidden_unsolved(report)
+    assert report.verdict in (Verdict.WRONG_ANSWER, Verdict.RUNTIME_ERROR), describe(report)
+
+
+@pytest.mark.parametrize(
+    "code",
+    ["os._exit(0)", "sys.exit(0)", "raise SystemExit(0)", "os.closerange(0, 1024)",
+     "raise KeyboardInterrupt"],
+    ids=["os._exit", "sys.exit", "SystemExit", "close-every-descriptor", "KeyboardInterrupt"],
+)
+def test_leaving_in_the_middle_of_a_test_is_a_runtime_error(judge_layout: Judge, code: str) -> None:
+    # Right on the samples, then leaves during the first hidden test: that test is a runtime
+    # error and so is the submission (a SystemExit is caught like any exception, and the
+    # tests after it still run; after os._exit they are not run).
+    report = judge_layout(f"""
+        import os, sys
+        def layout(num_devices, kernel_in, kernel_out):
+            if num_devices == 1:
+                {code}
+            {RIGHT}
+    """)
+    assert report.verdict is Verdict.RUNTIME_ERROR, describe(report)
+    assert verdicts(report)[:3] == [Verdict.ACCEPTED] * 2 + [Verdict.RUNTIME_ERROR], describe(report)
+    assert report.tests[2].score == 0
+
+
+def test_exiting_while_loading_is_a_compile_error(judge_layout: Judge) -> None:
+    report = judge_layout("""
+        import sys
+        def layout(num_devices, kernel_in, kernel_out):
+            return [int(kernel_in), int(kernel_out) // int(num_devices)]
+        sys.exit(0)
+    """)
+    assert report.verdict is Verdict.COMPILE_ERROR, describe(report)
+    assert set(verdicts(report)) == {Verdict.COMPILE_ERROR}
+
+
+PATCHES = {
+    # The codec: every return value encodes as the sample's answer, or as NaN.
+    "codec.encode": "codec.encode = lambda value, **kw: {'t': 'int', 'v': 2}",
+    "codec.encode nan": "codec.encode = lambda value, **kw: {'t': 'float', 'v': 'nan'}",
+    # json.dumps: every line the harness sends says ok, with an empty array.
+    "json.dumps": """
+original = json.dumps
+def dumps(obj, *args, **kw):
+    if isinstance(obj, dict) and obj.get("event") == "result":
+        obj = dict(obj, status="ok", value={"t": "array", "dtype": "int64", "shape": [0], "data": ""})
+        obj.pop("error", None)
+    return original(obj, *args, **kw)
+json.dumps = dumps
+""",
+    # NumPy: every array is turned into the public answers.
+    "numpy.asarray": """
+original = numpy.asarray
+numpy.asarray = lambda *a, **kw: original([2, 3, 2, 3])
+""",
+    # The harness's protocol: every result rewritten to ok, with an opaque value.
+    "runner.Protocol.send": """
+original = runner.Protocol.send
+def send(self, event, **fields):
+    if event == "result":
+        fields.update(status="ok", value={"t": "opaque", "type": "builtins.int"})
+        fields.pop("error", None)
+    return original(self, event, **fields)
+runner.Protocol.send = send
+""",
+    # The harness's alarm wrapper: calls skipped, every value replaced by True.
+    "runner._timed": "runner._timed = lambda seconds, fn, *args: True if fn is not exec else fn(*args)",
+}
+
+
+@pytest.mark.parametrize("target", list(PATCHES))
+def test_patching_the_harness_claims_nothing(judge_vault: Judge, target: str) -> None:
+    report = judge_vault(f"""
+import json, numpy
+from judge.harness import codec, runner
+{PATCHES[target]}
+def vault(key):
+    return numpy.int64({{0: 2, 1: 3}}.get(key, 0))
+""")
+    assert_hidden_unsolved(report)
+    assert report.verdict in (Verdict.WRONG_ANSWER, Verdict.RUNTIME_ERROR), describe(report)
+
+
+@pytest.mark.parametrize(
+    "liar",
+    [
+        # Always equal, to anything.
+        """
+class Liar:
+    def __eq__(self, other): return True
+    def __ne__(self, other): return False
+    __hash__ = object.__hash__
+LIAR = Liar()
+""",
+        # An int that says it is every int.
+        """
+class Liar(int):
+    def __eq__(self, other): return True
+    __hash__ = int.__hash__
+LIAR = Liar(0)
+""",
+        # A NumPy array whose every view of itself says something else.
+        """
+import numpy as np
+class Liar(np.ndarray):
+    def __eq__(self, other): return np.ones(np.shape(other), bool)
+    def __array__(self, *a, **kw): return np.asarray(42)
+    def tolist(self): return 42
+    def item(self, *a): return 42
+    def view(self, *a, **kw): return np.asarray(42)
+    def astype(self, *a, **kw): return np.asarray(42)
+    def tobytes(self, *a, **kw): return b"lies"
+    def __int__(self): return 1
+LIAR = np.asarray(0).view(Liar)
+""",
+        # A str that looks like a number.
+        """
+class Liar(str):
+    def __eq__(self, other): return True
+    __hash__ = str.__hash__
+LIAR = Liar("7919")
+""",
+    ],
+    ids=["always-equal", "int-subclass", "ndarray-subclass", "str-subclass"],
+)
+def test_values_that_lie_about_themselves_are_wrong(judge_vault: Judge, liar: str) -> None:
+    report = judge_vault(liar + """
+def vault(key):
+    return LIAR
+""")
+    assert verdicts(report) == [Verdict.WRONG_ANSWER] * 4, describe(report)
+    assert_hidden_unsolved(report)
+
+
+def test_an_ndarray_subclass_is_read_by_its_buffer(judge_layout: Judge) -> None:
+    report = judge_layout("""
+        import numpy as np
+        class Liar(np.ndarray):
+            def __eq__(self, other): return np.ones(np.shape(other), bool)
+            def __array__(self, *a, **kw): return np.array(self.claim)
+            def tolist(self): return list(self.claim)
+            def view(self, *a, **kw): return np.array(self.claim)
+            def __getitem__(self, i): return self.claim[i]
+            def __iter__(self): return iter(self.claim)
+        def layout(num_devices, kernel_in, kernel_out):
+            liar = np.zeros(2, dtype=np.int32).view(Liar)
+            liar.claim = [int(kernel_in), int(kernel_out) // int(num_devices)]
+            return liar
+    """)
+    assert report.verdict is Verdict.WRONG_ANSWER, describe(report)
+    assert set(verdicts(report)) == {Verdict.WRONG_ANSWER}
+    assert "got 0" in report.tests[0].message, describe(report)  # its real bytes
+
+
+def test_lying_about_the_time_does_not_stretch_the_limit(judge_layout: Judge) -> None:
+    # Far over the limit: the supervisor's own deadline (limit + grace) ends it.
+    report = judge_layout(f"""
+        import signal, time
+        def layout(num_devices, kernel_in, kernel_out):
+            signal.signal(signal.SIGALRM, signal.SIG_IGN)
+            frozen = time.perf_counter()
+            time.perf_counter = lambda: frozen  # the harness times the call with this
+            if num_devices == 8:
+                time.sleep(10)
+            {RIGHT}
+    """)
+    assert report.verdict is Verdict.TIME_LIMIT_EXCEEDED, describe(report)
+    assert report.tests[3].verdict is Verdict.TIME_LIMIT_EXCEEDED, describe(report)
+
+
+def test_lying_about_the_time_within_the_grace_is_still_a_time_limit(judge_layout: Judge) -> None:
+    # WEAKNESS (fails today): 2.6 s against a 2 s limit, with the harness's clock frozen and
+    # its alarm ignored, is accepted. The supervisor trusts the harness's time_ms for an ok
+    # result and only enforces its own clock at limit + grace (3 s), so a submission that
+    # lies about its time gets up to grace_seconds (here 50 %) more than the limit. Fix:
+    # judge an ok result by the supervisor's own clock too (the time from the `start` line
+    # to the `result` line, less a small allowance for encoding and transfer).
+    report = judge_layout(f"""
+        import signal, time
+        def layout(num_devices, kernel_in, kernel_out):
+            signal.signal(signal.SIGALRM, signal.SIG_IGN)
+            frozen = time.perf_counter()
+            time.perf_counter = lambda: frozen
+            if num_devices == 8:
+                time.sleep(2.6)
+            {RIGHT}
+    """)
+    assert report.tests[3].verdict is Verdict.TIME_LIMIT_EXCEEDED, describe(report)
+    assert report.verdict is Verdict.TIME_LIMIT_EXCEEDED, describe(report)
+
+
+LEAK_VECTORS = {
+    "stdout": "print(tag)\nreturn [0, 0]",
+    "stderr": "print(tag, file=sys.stderr)\nreturn [0, 0]",
+    "exception message": "raise ValueError(tag)",
+    "SystemExit message": "sys.exit(tag)",
+    # WEAKNESS (fails today): the exception's type name is the submission's to choose, and
+    # a hidden test's message shows it ("LEAK_1_5_7 raised (line 12)").
+    "exception type name": "raise type(tag.replace('-', '_'), (Exception,), {})()",
+    # WEAKNESS (fails today): the harness's EncodeLimit, raised by the submission with its
+    # own text, becomes an output limit whose message a hidden test shows in full (the run
+    # stops there, so one hidden test's inputs per submission).
+    "EncodeLimit message": "from judge.harness.codec import EncodeLimit\nraise EncodeLimit(tag)",
+    # WEAKNESS (fails today): code compiled under the name submission.py puts any line
+    # number in a hidden test's message: "ValueError raised (line 157)".
+    "line number": "exec(compile('\\n' * (code - 1) + 'raise ValueError()', 'submission.py', 'exec'))",
+    # WEAKNESS (fails today): the harness times the call with time.perf_counter, which the
+    # submission can replace; a hidden test's time_ms is then whatever it says (157.0).
+    "time": "start = sys._getframe(3).f_locals['t']\n"
+            "time.perf_counter = lambda: start + code / 1000\nreturn [0, 0]",
+}
+
+
+@pytest.mark.parametrize("vector", list(LEAK_VECTORS))
+def test_hidden_inputs_never_reach_the_report(judge_layout: Judge, catalog: Catalog,
+                                              vector: str) -> None:
+    # A hidden test shows its verdict, its time and a message naming the kind of failure,
+    # "never an input" (docs/architecture.md). The submission tries to smuggle each hidden
+    # test's inputs out: as text ("LEAK-1-5-7") and as a number (100 n + 10 a + b = 157).
+    body = textwrap.indent(LEAK_VECTORS[vector], " " * 12)
+    report = judge_layout(f"""
+        import sys, time
+        def layout(num_devices, kernel_in, kernel_out):
+            n, a, b = int(num_devices), int(kernel_in), int(kernel_out)
+            tag, code = f"LEAK-{{n}}-{{a}}-{{b}}", 100 * n + 10 * a + b
+            if (n, a, b) in ((4, 16, 32), (2, 3, 10)):  # the samples: public, solved
+                return [a, b // n]
+{body}
+    """)
+    assert report.verdict is not Verdict.ACCEPTED, describe(report)
+    stored = load_tests(catalog.get("demo/layout"))
+    leaks = []
+    for test, result in zip(stored, report.tests, strict=True):
+        if test.visibility != "hidden":
+            continue
+        n, a, b = (int(test.args[k]["v"]) for k in ("num_devices", "kernel_in", "kernel_out"))
+        tag, code = f"LEAK-{n}-{a}-{b}", 100 * n + 10 * a + b
+        shown = " ".join([result.message, report.stdout, report.stderr, report.message])
+        if tag in shown or tag.replace("-", "_") in shown:
+            leaks.append(f"{test.name}: {tag} in {result.message!r}")
+        if f"line {code}" in result.message:
+            leaks.append(f"{test.name}: the line number {code} in {result.message!r}")
+        if abs(result.time_ms - code) < 0.5:
+            leaks.append(f"{test.name}: time_ms {result.time_ms} encodes {code}")
+    assert not leaks, f"hidden inputs leaked through the {vector}: {leaks}"
