@@ -22,7 +22,7 @@ class TestResult(_Model):
     verdict: Verdict
     score: float = Field(description="Points earned: max_score when accepted, else 0.")
     max_score: float = Field(description="Points the test is worth; samples are worth 0.")
-    time_ms: float = Field(description="Wall time of the call, as the harness measured it.")
+    time_ms: float = Field(description="Wall time of the call and its result, by the judge's clock.")
     message: str = Field(
         default="",
         description="Why the test failed. For hidden tests it never shows expected values, "
