@@ -262,9 +262,34 @@ class DockerChannel:
         return bytes(self.stderr).decode("utf-8", "replace")
 
 
-def remove(api: APIClient, cid: str) -> None:
-    with contextlib.suppress(docker.errors.DockerException, requests.exceptions.RequestException):
+_unremoved: set[str] = set()  # removals that failed (the engine was away): retried later
+_unremoved_lock = threading.Lock()
+
+
+def remove(api: APIClient, cid: str) -> bool:
+    """``docker rm -f``; a removal the engine could not do now is remembered and retried
+    by :func:`retry_removals`. True when the container is gone."""
+    try:
         api.remove_container(cid, force=True)
+    except docker.errors.NotFound:
+        pass
+    except (docker.errors.DockerException, requests.exceptions.RequestException):
+        with _unremoved_lock:
+            _unremoved.add(cid)
+        return False
+    with _unremoved_lock:
+        _unremoved.discard(cid)
+    return True
+
+
+def retry_removals(api: APIClient) -> int:
+    """Try the removals that failed before again; returns how many are still pending."""
+    with _unremoved_lock:
+        pending = list(_unremoved)
+    for cid in pending:
+        remove(api, cid)
+    with _unremoved_lock:
+        return len(_unremoved)
 
 
 def reap(api: APIClient, older_than_seconds: float = 3600.0) -> list[str]:
@@ -308,6 +333,7 @@ class DockerSandbox(Sandbox):
             self.pool = WarmPool(self.api, settings)
 
     def fresh(self, job: Job) -> DockerChannel:
+        retry_removals(self.api)
         cid = create(self.api, self.settings, ContainerSpec.for_limits(job.limits, job.label))
         try:
             return DockerChannel(self.api, cid, self.max_line(job),

@@ -30,7 +30,14 @@ from docker.api import APIClient
 
 import docker
 from judge.harness import HARNESS_VERSION
-from judge.sandbox.docker import ContainerSpec, DockerChannel, create, reap, remove
+from judge.sandbox.docker import (
+    ContainerSpec,
+    DockerChannel,
+    create,
+    reap,
+    remove,
+    retry_removals,
+)
 from judge.sandbox.protocol import Job, ReadyEvent
 from judge.sandbox.supervisor import EVENT
 from judge.settings import Settings
@@ -96,6 +103,9 @@ class WarmPool:
         last_reap = 0.0
         while not self.stopping.is_set():
             self._drop_dead()
+            with contextlib.suppress(docker.errors.DockerException,
+                                     requests.exceptions.RequestException):
+                retry_removals(self.api)
             if time.monotonic() - last_reap > REAP_EVERY_SECONDS:
                 with contextlib.suppress(docker.errors.DockerException,
                                          requests.exceptions.RequestException):
@@ -167,6 +177,7 @@ class WarmPool:
                 self.ready.get_nowait().kill()
             except queue.Empty:
                 break
+        retry_removals(self.api)
 
 
 def _name(label: str) -> str:

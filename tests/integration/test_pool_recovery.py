@@ -12,6 +12,7 @@ import docker
 from judge.catalog import Catalog
 from judge.grading import grade
 from judge.sandbox import get_sandbox
+from judge.sandbox.docker import OWNER_LABEL, owner_id
 from judge.settings import REPO_ROOT, Settings
 from judge.verdict import Verdict
 
@@ -72,3 +73,9 @@ def test_the_pool_recovers_after_the_engine_restarts(catalog: Catalog, settings:
         pooled.close()
         if not engine_up():
             subprocess.run(["bash", str(REPO_ROOT / "docker" / "engine.sh")], check=False)
+    # Containers that died with the engine, or were half-made while it was away, are all
+    # removed once it is back: nothing of this process is left.
+    api = docker.APIClient()
+    mine = [c["Id"][:12] for c in api.containers(all=True, filters={
+        "label": f"{OWNER_LABEL}={owner_id()}"})]
+    assert mine == []
