@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import queue
 import socket
 import struct
 import threading
@@ -38,7 +37,7 @@ from judge.harness import HARNESS_VERSION
 from judge.sandbox.base import Sandbox
 from judge.sandbox.image import DIGEST_LABEL, VERSION_LABEL, harness_digest
 from judge.sandbox.protocol import Job, Limits, RunOutcome
-from judge.sandbox.supervisor import EOF, OVERFLOW, TIMEOUT, ExitInfo, LineResult, supervise
+from judge.sandbox.supervisor import EOF, OVERFLOW, ExitInfo, QueuedLines, supervise
 from judge.settings import Settings
 
 SANDBOX_LABEL = "org.jaxjudge.sandbox"
@@ -138,18 +137,17 @@ def create(api: APIClient, settings: Settings, spec: ContainerSpec) -> str:
     return str(container["Id"])
 
 
-class DockerChannel:
+class DockerChannel(QueuedLines):
     """The supervisor's channel over a container's attach stream (stdout: protocol lines,
     stderr: the harness's diagnostics), demultiplexed by a reader thread."""
 
     def __init__(self, api: APIClient, cid: str, max_line: int, max_stderr: int) -> None:
+        super().__init__()
         self.api = api
         self.cid = cid
         self.max_line = max_line
         self.max_stderr = max_stderr
-        self.lines: queue.Queue[LineResult] = queue.Queue()
         self.stderr = bytearray()
-        self.pushed: list[bytes] = []
         self._dead = threading.Event()
         self._killed = False
         sock = api.attach_socket(cid, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
@@ -217,18 +215,6 @@ class DockerChannel:
             self._sock.shutdown(socket.SHUT_WR)
         except OSError:
             pass  # the container is gone; the supervisor will read EOF
-
-    def push_back(self, line: bytes) -> None:
-        """Return a line already read (the pool reads `ready` ahead of the supervisor)."""
-        self.pushed.append(line)
-
-    def read_line(self, timeout: float) -> LineResult:
-        if self.pushed:
-            return self.pushed.pop()
-        try:
-            return self.lines.get(timeout=timeout)
-        except queue.Empty:
-            return TIMEOUT
 
     def kill(self) -> None:
         if self._killed:
@@ -300,14 +286,14 @@ def reap(api: APIClient, older_than_seconds: float = 3600.0) -> list[str]:
     for info in api.containers(all=True, filters={"label": SANDBOX_LABEL}):
         owner = (info.get("Labels") or {}).get(OWNER_LABEL, "")
         owner_host, _, pid = owner.rpartition(":")
-        orphan = owner_host == host and pid.isdigit() and not _pid_alive(int(pid))
+        orphan = owner_host == host and pid.isdigit() and not pid_alive(int(pid))
         if orphan or time.time() - info.get("Created", 0) > older_than_seconds:
             remove(api, info["Id"])
             removed.append(info["Id"])
     return removed
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import queue
 import resource
 import shutil
 import signal
@@ -38,16 +37,16 @@ from typing import IO
 
 from judge.sandbox.base import Sandbox
 from judge.sandbox.protocol import Job, RunOutcome
-from judge.sandbox.supervisor import EOF, OVERFLOW, TIMEOUT, ExitInfo, LineResult, supervise
+from judge.sandbox.supervisor import EOF, OVERFLOW, ExitInfo, QueuedLines, supervise
 
 PROTOCOL_SLACK = 64 * 1024  # a result line's JSON around its encoded value
 
 
-class ProcessChannel:
+class ProcessChannel(QueuedLines):
     def __init__(self, proc: subprocess.Popen[bytes], max_line: int, max_stderr: int) -> None:
+        super().__init__()
         self.proc = proc
         self.max_line = max_line
-        self.lines: queue.Queue[LineResult] = queue.Queue()
         self.stderr = bytearray()
         self.max_stderr = max_stderr
         self._killed = False
@@ -86,12 +85,6 @@ class ProcessChannel:
             self.proc.stdin.close()
         except OSError:
             pass  # the harness died; the supervisor will read EOF
-
-    def read_line(self, timeout: float) -> LineResult:
-        try:
-            return self.lines.get(timeout=timeout)
-        except queue.Empty:
-            return TIMEOUT
 
     def kill(self) -> None:
         if self._killed:

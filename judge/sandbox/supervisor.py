@@ -11,6 +11,7 @@ that comes before it is the judge's (internal error).
 from __future__ import annotations
 
 import json
+import queue
 import re
 import signal
 import time
@@ -79,6 +80,27 @@ class ExitInfo:
         if self.code is not None:
             return f"the process exited with status {self.code}"
         return "the process ended"
+
+
+class QueuedLines:
+    """What every channel shares: a reader thread puts lines (or EOF, OVERFLOW) into
+    ``lines``; the supervisor takes them with a timeout. A line read ahead (the pool reads
+    ``ready`` before the supervisor does) can be pushed back."""
+
+    def __init__(self) -> None:
+        self.lines: queue.Queue[LineResult] = queue.Queue()
+        self.pushed: list[bytes] = []
+
+    def push_back(self, line: bytes) -> None:
+        self.pushed.append(line)
+
+    def read_line(self, timeout: float) -> LineResult:
+        if self.pushed:
+            return self.pushed.pop()
+        try:
+            return self.lines.get(timeout=timeout)
+        except queue.Empty:
+            return TIMEOUT
 
 
 class Channel(TypingProtocol):

@@ -13,7 +13,7 @@ from typing import Any
 from docker.api import APIClient
 
 from judge.report import VerdictReport
-from judge.sandbox.docker import OWNER_LABEL, SANDBOX_LABEL, owner_id
+from judge.sandbox.docker import OWNER_LABEL, SANDBOX_LABEL, owner_id, pid_alive
 from judge.settings import Settings
 from judge.verdict import Verdict
 
@@ -164,16 +164,6 @@ def stray_containers(api: APIClient) -> list[dict[str, Any]]:
         if owner == me or orphan or not owner:
             stray.append(info)
     return stray
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def host_processes(needle: str) -> list[str]:
