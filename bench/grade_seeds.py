@@ -29,6 +29,7 @@ import time
 from datetime import date
 from pathlib import Path
 
+from docsection import replace_section
 from rich.console import Console
 from rich.table import Table
 
@@ -40,8 +41,6 @@ SEEDS = [
     "jax-sharding/mesh-init-simulation",
 ]
 COLUMNS = ["cli", "spawn", "import", "load", "tests", "wall"]
-DOC = ROOT / "docs" / "performance.md"
-BEGIN, END = "<!-- bench:grade_seeds -->", "<!-- /bench:grade_seeds -->"
 
 
 def _ms(value: float) -> str:
@@ -95,8 +94,7 @@ def main() -> None:
         table.add_row(problem, str(n), *cells)
     Console().print(table)
 
-    lines = [
-        BEGIN,
+    replace_section("grade_seeds", [
         f"Measured {date.today()} on {platform.node() or 'this machine'} "
         f"({platform.processor() or platform.machine()}, Python {platform.python_version()}) "
         f"by `bench/grade_seeds.py --runs {args.runs} --sandbox {args.sandbox}`: "
@@ -105,13 +103,7 @@ def main() -> None:
         "| problem | tests | " + " | ".join(COLUMNS) + " |",
         "|---|---:|" + "---:|" * len(COLUMNS),
         *(f"| `{p}` | {n} | " + " | ".join(c) + " |" for p, n, c in rows),
-        END,
-    ]
-    text = DOC.read_text() if DOC.exists() else "# Performance\n\n" + BEGIN + "\n" + END + "\n"
-    head, _, rest = text.partition(BEGIN)
-    _, _, tail = rest.partition(END)
-    DOC.write_text(head + "\n".join(lines) + tail)
-    print(f"wrote {DOC.relative_to(ROOT)}")
+    ])
 
 
 if __name__ == "__main__":

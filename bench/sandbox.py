@@ -31,6 +31,7 @@ from pathlib import Path
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
+from docsection import replace_section  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
@@ -52,8 +53,6 @@ SEEDS = [
     "jax-sharding/with-partitioning",
     "jax-sharding/mesh-init-simulation",
 ]
-DOC = ROOT / "docs" / "performance.md"
-BEGIN, END = "<!-- bench:sandbox -->", "<!-- /bench:sandbox -->"
 
 
 def p95(values: list[float]) -> float:
@@ -139,8 +138,7 @@ def main() -> None:
         lines.append(f"| `{problem_id}` | " + " | ".join(cells) + f" | {gap:.0f} |")
     Console().print(table)
 
-    section = [
-        BEGIN,
+    replace_section("sandbox", [
         f"Measured {date.today()} on {platform.node() or 'this machine'} "
         f"({os.cpu_count()} cores, Python {platform.python_version()}) by "
         f"`bench/sandbox.py --runs {args.runs}` with each problem's reference solution: "
@@ -150,15 +148,7 @@ def main() -> None:
         "in-process, warm caches | pool - in-process (median) |",
         "|---|---:|---:|---:|---:|---:|",
         *lines,
-        END,
-    ]
-    text = DOC.read_text()
-    if BEGIN not in text:
-        text += f"\n{BEGIN}\n{END}\n"
-    head, _, rest = text.partition(BEGIN)
-    _, _, tail = rest.partition(END)
-    DOC.write_text(head + "\n".join(section) + tail)
-    print(f"wrote {DOC.relative_to(ROOT)}")
+    ])
 
 
 if __name__ == "__main__":
