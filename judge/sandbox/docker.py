@@ -37,13 +37,19 @@ from judge.harness import HARNESS_VERSION
 from judge.sandbox.base import Sandbox
 from judge.sandbox.image import DIGEST_LABEL, VERSION_LABEL, harness_digest
 from judge.sandbox.protocol import Job, Limits, RunOutcome
-from judge.sandbox.supervisor import EOF, OVERFLOW, ExitInfo, QueuedLines, supervise
+from judge.sandbox.supervisor import (
+    EOF,
+    OVERFLOW,
+    ExitInfo,
+    QueuedLines,
+    max_line,
+    supervise,
+)
 from judge.settings import Settings
 
 SANDBOX_LABEL = "org.jaxjudge.sandbox"
 OWNER_LABEL = "org.jaxjudge.owner"
 SUBMISSION_LABEL = "org.jaxjudge.submission"
-PROTOCOL_SLACK = 64 * 1024
 UID = "10001:10001"
 
 
@@ -322,14 +328,11 @@ class DockerSandbox(Sandbox):
         retry_removals(self.api)
         cid = create(self.api, self.settings, ContainerSpec.for_limits(job.limits, job.label))
         try:
-            return DockerChannel(self.api, cid, self.max_line(job),
+            return DockerChannel(self.api, cid, max_line(job.limits.result_bytes),
                                  self.settings.harness_stderr_bytes).start()
         except BaseException:
             remove(self.api, cid)
             raise
-
-    def max_line(self, job: Job) -> int:
-        return job.limits.result_bytes + PROTOCOL_SLACK
 
     def run(self, job: Job) -> RunOutcome:
         try:

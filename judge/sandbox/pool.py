@@ -39,11 +39,10 @@ from judge.sandbox.docker import (
     retry_removals,
 )
 from judge.sandbox.protocol import Job, ReadyEvent
-from judge.sandbox.supervisor import EVENT
+from judge.sandbox.supervisor import EVENT, max_line
 from judge.settings import Settings
 
 log = logging.getLogger(__name__)
-PROTOCOL_SLACK = 64 * 1024
 REAP_EVERY_SECONDS = 60.0
 
 
@@ -133,7 +132,7 @@ class WarmPool:
         cid = None
         try:
             cid = create(self.api, self.settings, spec)
-            channel = DockerChannel(self.api, cid, self.settings.result_bytes + PROTOCOL_SLACK,
+            channel = DockerChannel(self.api, cid, max_line(self.settings.result_bytes),
                                     self.settings.harness_stderr_bytes).start()
         except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
             log.warning("could not start a pooled sandbox: %s", exc)

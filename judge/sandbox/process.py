@@ -37,9 +37,14 @@ from typing import IO
 
 from judge.sandbox.base import Sandbox
 from judge.sandbox.protocol import Job, RunOutcome
-from judge.sandbox.supervisor import EOF, OVERFLOW, ExitInfo, QueuedLines, supervise
-
-PROTOCOL_SLACK = 64 * 1024  # a result line's JSON around its encoded value
+from judge.sandbox.supervisor import (
+    EOF,
+    OVERFLOW,
+    ExitInfo,
+    QueuedLines,
+    max_line,
+    supervise,
+)
 
 
 class ProcessChannel(QueuedLines):
@@ -159,7 +164,7 @@ class ProcessSandbox(Sandbox):
             )
             channel = ProcessChannel(
                 proc,
-                max_line=job.limits.result_bytes + PROTOCOL_SLACK,
+                max_line=max_line(job.limits.result_bytes),
                 max_stderr=self.settings.harness_stderr_bytes,
             )
             for which, value in self.limits_for(job).items():

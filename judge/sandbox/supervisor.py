@@ -38,6 +38,12 @@ from judge.sandbox.protocol import (
 )
 
 EVENT = TypeAdapter(Event)
+PROTOCOL_SLACK = 64 * 1024  # a result line's JSON around its encoded value
+
+
+def max_line(result_bytes: int) -> int:
+    """The longest protocol line a channel accepts for a given result limit."""
+    return result_bytes + PROTOCOL_SLACK
 # The codec nests values at most 32 deep; in JSON a list level costs 2 brackets and a dict
 # level 3 ({"items": [[key, value]]}), plus the event and a sharding around them.
 MAX_JSON_DEPTH = 3 * 32 + 16
