@@ -225,9 +225,20 @@ def verify(obj: Context, problem_ids: tuple[str, ...], sandbox_name: str | None,
     obj.out.print(f"all {len(problems)} problem(s) verified")
 
 
+def _plugins() -> None:
+    """Add the commands other packages register under the ``jaxjudge.commands`` entry
+    point group (the service's ``db``, ``keys``, ``tenants``), as Flask's CLI does."""
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group="jaxjudge.commands"):
+        if ep.name not in cli.commands:
+            cli.add_command(ep.load(), ep.name)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: click's usage errors and the core's errors become one line, exit 2."""
     try:
+        _plugins()
         cli.main(args=argv, prog_name="jaxjudge", standalone_mode=False)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)

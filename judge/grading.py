@@ -76,6 +76,14 @@ def grade(problem: Problem, code: str, *, sandbox: Sandbox, settings: Settings,
     return report.model_copy(update={"sandbox": sandbox.name, "timings": timings})
 
 
+def internal_error(problem: Problem, message: str, settings: Settings) -> VerdictReport:
+    """The report of a grading that could not be done (the service gave up on it): every
+    test ``internal_error``, ``message`` saying why."""
+    outcome = RunOutcome(status="internal_error", message=message)
+    return judge_outcome(problem.id, problem.version, load_tests(problem), outcome,
+                         problem.checker, settings)
+
+
 # What a hidden test may say when it did not pass. Fixed texts: exception types, line
 # numbers, exit codes and the harness's own messages are all the submission's to choose,
 # so any of them could carry a hidden input out. A hidden test's checker reason is ours.

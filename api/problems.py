@@ -1,0 +1,89 @@
+"""``/v1/problems``: the catalog, with statements and sample tests; never hidden data."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, g
+
+from api.app import services
+from api.auth import require
+from api.spec import operation, parse_query
+from api.submissions import requeue
+from judge.problem import Problem
+from judge.testdata import load_tests
+from judge.values import render, render_input
+from service.models import Role, Submission
+from service.queue import BATCH
+from service.wire import (
+    ArgumentOut,
+    LimitsOut,
+    ProblemDetail,
+    ProblemList,
+    ProblemSummary,
+    RejudgeOut,
+    RejudgeQuery,
+    SampleTestOut,
+)
+
+bp = Blueprint("problems", __name__)
+
+
+def summary(problem: Problem) -> ProblemSummary:
+    return ProblemSummary(id=problem.id, title=problem.spec.title, version=problem.version,
+                          signature=problem.spec.entry_point.signature)
+
+
+def detail(problem: Problem) -> ProblemDetail:
+    spec = problem.spec
+    tests = load_tests(problem)
+    samples = [
+        SampleTestOut(name=t.name, input=", ".join(f"{k}={render_input(v)}"
+                                                   for k, v in t.args.items()),
+                      expected=render(t.expected))
+        for t in tests if t.visibility == "sample"
+    ]
+    return ProblemDetail(
+        **summary(problem).model_dump(),
+        statement=problem.statement,
+        entry_point=spec.entry_point.name,
+        arguments=[ArgumentOut(name=a.name, type=a.type, doc=a.doc)
+                   for a in spec.entry_point.args],
+        returns=spec.entry_point.returns,
+        limits=LimitsOut(**spec.limits.model_dump()),
+        checker=spec.checker.name,
+        samples=samples,
+        hidden_tests=sum(1 for t in tests if t.visibility == "hidden"),
+        max_score=sum(t.points for t in tests),
+    )
+
+
+@bp.get("/v1/problems")
+@operation("List the problems", tag="problems", responses={200: ProblemList})
+@require(Role.CLIENT)
+def list_problems() -> Any:
+    return ProblemList(items=[summary(p) for p in services().catalog.all()]).model_dump(
+        mode="json")
+
+
+@bp.get("/v1/problems/<path:problem_id>")
+@operation("A problem: statement, signature, limits and sample tests", tag="problems",
+           responses={200: ProblemDetail})
+@require(Role.CLIENT)
+def get_problem(problem_id: str) -> Any:
+    return detail(services().catalog.get(problem_id)).model_dump(mode="json")
+
+
+@bp.post("/v1/problems/<path:problem_id>/rejudge")
+@operation("Rejudge the tenant's submissions of a problem (after its tests changed)",
+           tag="problems", query=RejudgeQuery, auth="instructor",
+           responses={202: RejudgeOut})
+@require(Role.INSTRUCTOR)
+def rejudge_problem(problem_id: str) -> Any:
+    query = parse_query(RejudgeQuery)
+    problem = services().catalog.get(problem_id)
+    where = (Submission.tenant_id == g.tenant_id) & (Submission.problem == problem.id)
+    if query.outdated_only:
+        where = where & (Submission.problem_version != problem.version)
+    ids = requeue(where, BATCH)
+    return RejudgeOut(rejudged=len(ids), ids=ids).model_dump(mode="json"), 202

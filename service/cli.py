@@ -1,0 +1,101 @@
+"""Service commands, added to ``jaxjudge`` through the ``jaxjudge.commands`` entry points:
+
+    jaxjudge db upgrade                       apply the migrations
+    jaxjudge keys create --tenant T --role R  print a new API key (shown once)
+    jaxjudge keys revoke PREFIX               revoke a key by its printed prefix
+    jaxjudge tenants secret T [--rotate]      the tenant's webhook signing secret
+"""
+
+from __future__ import annotations
+
+import click
+from sqlalchemy import select, update
+
+from judge.errors import UsageError
+from service import migrate
+from service.db import Database, utcnow
+from service.keys import create_key
+from service.models import ApiKey, Role, Tenant
+from service.settings import ServiceSettings
+from service.submissions import changed
+
+
+def _database() -> Database:
+    return Database(ServiceSettings().database_url)
+
+
+@click.group()
+def db() -> None:
+    """The service database."""
+
+
+@db.command("upgrade")
+def db_upgrade() -> None:
+    """Create or migrate the database to the latest schema."""
+    url = ServiceSettings().database_url
+    migrate.upgrade(url)
+    click.echo(f"database at revision {migrate.current(url)}")
+
+
+@click.group()
+def keys() -> None:
+    """API keys."""
+
+
+@keys.command("create")
+@click.option("--tenant", required=True, help="Tenant (course or platform); made if new.")
+@click.option("--role", required=True, type=click.Choice([r.value for r in Role]))
+@click.option("--name", default="", help="What the key is for.")
+def keys_create(tenant: str, role: str, name: str) -> None:
+    """Print a new API key. It is shown only this once."""
+    database = _database()
+    with database.session() as s:
+        key = create_key(s, tenant, role, name)
+    click.echo(key)
+
+
+@keys.command("revoke")
+@click.argument("prefix")
+def keys_revoke(prefix: str) -> None:
+    """Revoke the key whose first characters are PREFIX (as ``keys list`` shows)."""
+    with _database().session() as s:
+        done = changed(s, update(ApiKey).where(ApiKey.prefix == prefix,
+                                               ApiKey.revoked_at.is_(None))
+                       .values(revoked_at=utcnow()))
+    if not done:
+        raise UsageError(f"no live key with prefix {prefix!r}")
+    click.echo(f"revoked {prefix}")
+
+
+@keys.command("list")
+@click.option("--tenant", default=None)
+def keys_list(tenant: str | None) -> None:
+    """List keys (prefix, tenant, role, name, state); never the keys themselves."""
+    with _database().session() as s:
+        query = select(ApiKey).join(Tenant).order_by(Tenant.name, ApiKey.id)
+        if tenant:
+            query = query.where(Tenant.name == tenant)
+        for k in s.scalars(query):
+            state = "revoked" if k.revoked_at else "live"
+            click.echo(f"{k.prefix}\t{k.tenant.name}\t{k.role}\t{state}\t{k.name}")
+
+
+@click.group()
+def tenants() -> None:
+    """Tenants."""
+
+
+@tenants.command("secret")
+@click.argument("name")
+@click.option("--rotate", is_flag=True, help="Make a new secret first.")
+def tenants_secret(name: str, rotate: bool) -> None:
+    """Print the tenant's webhook signing secret."""
+    import secrets
+
+    with _database().session() as s:
+        tenant = s.scalar(select(Tenant).where(Tenant.name == name))
+        if tenant is None:
+            raise UsageError(f"no tenant {name!r}")
+        if rotate:
+            tenant.webhook_secret = secrets.token_hex(32)
+        click.echo(tenant.webhook_secret)

@@ -1,0 +1,74 @@
+"""The queue: one Celery configuration, and tasks sent *by name*.
+
+The API and the sweeper publish with :func:`publish`; only ``workers/`` defines the
+tasks. Messages carry a submission id and nothing else: the database says what to do.
+
+Queues, consumed in this order by a grading worker (kombu's ``priority`` strategy: a
+worker takes from ``interactive`` whenever it has work, before ``batch``):
+
+``interactive``  single submissions from students and LMS integrations
+``batch``        a class's batch, problem rejudges
+``webhooks``     report deliveries (a separate worker, so a slow receiver never holds a
+                 grading slot)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from celery import Celery
+from kombu import Queue
+
+from service.settings import ServiceSettings
+
+INTERACTIVE = "interactive"
+BATCH = "batch"
+WEBHOOKS = "webhooks"
+GRADING_QUEUES = (INTERACTIVE, BATCH)
+
+GRADE_TASK = "jaxjudge.grade"
+WEBHOOK_TASK = "jaxjudge.deliver_webhook"
+
+
+def make_celery(settings: ServiceSettings) -> Celery:
+    app = Celery("jaxjudge", broker=settings.redis_url, set_as_current=False)
+    app.conf.update(
+        task_serializer="json",
+        accept_content=["json"],
+        task_ignore_result=True,
+        result_backend=None,
+        # Late acknowledgement, requeue when the worker is lost, one task at a time.
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        task_soft_time_limit=settings.soft_time_limit_seconds,
+        task_time_limit=settings.time_limit_seconds,
+        task_queues=[Queue(INTERACTIVE), Queue(BATCH), Queue(WEBHOOKS)],
+        task_default_queue=INTERACTIVE,
+        task_routes={WEBHOOK_TASK: {"queue": WEBHOOKS}},
+        broker_transport_options={
+            "visibility_timeout": settings.visibility_timeout_seconds,
+            "queue_order_strategy": "priority",
+            "socket_timeout": 10,
+            "socket_connect_timeout": 5,
+        },
+        broker_connection_retry_on_startup=True,
+        broker_connection_max_retries=None,
+        worker_cancel_long_running_tasks_on_connection_loss=False,
+        worker_send_task_events=False,
+        task_send_sent_event=False,
+        worker_enable_remote_control=True,
+    )
+    return app
+
+
+def publish(app: Celery, name: str, args: list[Any], *, queue: str, timeout: float,
+            countdown: float | None = None) -> None:
+    """Send task ``name``; raises (kombu's OperationalError or an OSError) when the broker
+    cannot be reached within about ``timeout`` seconds."""
+    app.send_task(
+        name, args=args, queue=queue, countdown=countdown,
+        retry=True,
+        retry_policy={"max_retries": 2, "interval_start": 0, "interval_step": timeout / 4,
+                      "interval_max": timeout / 2},
+    )

@@ -1,0 +1,91 @@
+"""Typed service settings, read from ``JAXJUDGE_*`` environment variables at the process
+edge (the API factory, the worker, the CLI) and passed down.
+
+The core's settings (:class:`judge.settings.Settings`: sandbox, limits, pool size) are read
+the same way and separately; a process that grades holds both.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from judge.settings import REPO_ROOT
+
+VAR = REPO_ROOT / "var"
+
+
+class ServiceSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="JAXJUDGE_", frozen=True, extra="ignore")
+
+    database_url: str = Field(
+        default=f"sqlite:///{VAR / 'jaxjudge.db'}",
+        description="SQLAlchemy URL. SQLite is the embedded default; deploy on PostgreSQL "
+        "(postgresql+psycopg://user:password@host/db).",
+    )
+    redis_url: str = Field(
+        default="redis://127.0.0.1:6379/0",
+        description="Redis: the Celery broker, rate limits, worker heartbeats and metrics.",
+    )
+
+    # Requests.
+    max_request_bytes: int = Field(default=32 << 20, gt=0, description="Largest request body.")
+    max_batch_submissions: int = Field(default=1000, gt=0, description="Most files in a batch.")
+    max_batch_bytes: int = Field(
+        default=64 << 20, gt=0, description="Most bytes a batch archive may hold, uncompressed."
+    )
+    max_metadata_bytes: int = Field(default=4096, gt=0, description="Largest metadata, as JSON.")
+    rate_limit: str = Field(
+        default="600/minute;50/second",
+        description="Per API key, flask-limiter syntax; backed by Redis. Empty: no limit.",
+    )
+    submit_rate_limit: str = Field(
+        default="120/minute", description="Extra limit on creating submissions and batches."
+    )
+    long_poll_max_seconds: float = Field(
+        default=60.0, ge=0, description="Largest ?wait= a request may ask for."
+    )
+    publish_timeout_seconds: float = Field(
+        default=2.0, gt=0, description="How long the API tries the broker before leaving a "
+        "submission for the sweeper to queue."
+    )
+
+    # Workers.
+    worker_concurrency: int = Field(default=1, gt=0, description="Grading processes per worker.")
+    soft_time_limit_seconds: float = Field(
+        default=900.0, gt=0, description="A grading past this becomes an internal_error verdict."
+    )
+    time_limit_seconds: float = Field(
+        default=960.0, gt=0, description="Hard limit: the grading process is killed."
+    )
+    visibility_timeout_seconds: int = Field(
+        default=7200, gt=0, description="Redis redelivers an unacknowledged task after this; "
+        "well above the longest grading."
+    )
+    heartbeat_seconds: float = Field(
+        default=5.0, gt=0, description="How often a grading process proves it is alive."
+    )
+    stale_after_seconds: float = Field(
+        default=30.0, gt=0, description="A running submission whose heartbeat is older is lost."
+    )
+    sweep_seconds: float = Field(default=10.0, gt=0, description="How often workers sweep.")
+    requeue_after_seconds: float = Field(
+        default=3600.0, gt=0, description="A queued submission not started after this is "
+        "published again (a message lost with the broker's data)."
+    )
+    max_attempts: int = Field(
+        default=3, gt=0, description="Gradings that may be lost (a worker killed, a crash) "
+        "before the submission gets an internal_error verdict."
+    )
+
+    # Webhooks.
+    webhook_allow: list[str] = Field(
+        default_factory=list,
+        description="Hosts, addresses or networks (CIDR) that callbacks may target although "
+        "they are loopback, private or link-local. JSON list in the environment.",
+    )
+    webhook_timeout_seconds: float = Field(default=10.0, gt=0, description="Per delivery try.")
+    webhook_max_attempts: int = Field(default=8, gt=0, description="Tries before giving up.")
+    webhook_backoff_seconds: float = Field(
+        default=5.0, gt=0, description="First retry delay; doubles each try (capped at 1 h)."
+    )

@@ -1,0 +1,241 @@
+"""Verdict callbacks: POST the report to a submission's ``callback_url``, signed.
+
+Headers of every delivery::
+
+    Content-Type: application/json
+    X-Jaxjudge-Signature: sha256=<hex HMAC-SHA256 of the raw body, keyed by the tenant secret>
+    X-Jaxjudge-Event: submission.done
+    X-Jaxjudge-Delivery: <unique delivery id; the same id on every retry, use it to deduplicate>
+
+A receiver verifies the raw body *before* parsing it (``verify`` below does the same)::
+
+    import hashlib, hmac
+    def verify(secret: str, body: bytes, header: str) -> bool:
+        mac = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+        return hmac.compare_digest(f"sha256={mac}", header)
+    ok = verify(SECRET, request.get_data(), request.headers["X-Jaxjudge-Signature"])
+
+Retry policy: a 2xx is success. Connection errors, timeouts, 429 and 5xx are retried with
+``backoff`` (exponential, ±20% jitter, capped); other 4xx, 3xx (redirects are never followed)
+and policy refusals are final. At most 64 KiB of a response is read.
+
+SSRF policy: only http(s) URLs with a host, no ``user:pass@``, at most 2048 characters.
+``check_url`` (on receipt, no DNS) refuses IP literals in any form ``getaddrinfo`` accepts
+(``127.1``, ``0x7f.1``, ``2130706433``, ``[::ffff:127.0.0.1]`` ...) that are loopback, private,
+link-local, multicast, reserved, unspecified, shared (100.64/10), site-local or otherwise not
+global, and the names ``localhost``, ``*.localhost``, ``localhost.localdomain`` and dotless
+names. ``resolve`` (at delivery) refuses when ANY resolved address is forbidden, and ``deliver``
+connects to that checked address itself, so DNS rebinding cannot redirect the request. An
+``allow`` entry lifts the policy for a host name (exact, case-insensitive; its resolved
+addresses are then trusted too) or for an address / CIDR network.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import ipaddress
+import random
+import socket
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from urllib.parse import SplitResult, urlsplit
+
+import urllib3
+
+from judge.errors import UsageError
+
+SIGNATURE_HEADER = "X-Jaxjudge-Signature"
+EVENT_HEADER = "X-Jaxjudge-Event"
+DELIVERY_HEADER = "X-Jaxjudge-Delivery"
+USER_AGENT = "jaxjudge-webhooks/1"
+MAX_URL = 2048
+MAX_RESPONSE = 64 * 1024
+_SHARED = ipaddress.ip_network("100.64.0.0/10")
+_RESERVED_NAMES = {"localhost", "localhost.localdomain"}
+
+Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+class WebhookRefused(UsageError):
+    """The callback URL is refused by policy (one-line reason); nothing was sent."""
+
+
+@dataclass(frozen=True)
+class Delivery:
+    ok: bool
+    status: int | None
+    error: str
+    retry: bool
+
+
+def sign(secret: str, body: bytes) -> str:
+    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+def verify(secret: str, body: bytes, header: str) -> bool:
+    return hmac.compare_digest(sign(secret, body).encode(), header.strip().encode())
+
+
+def _forbidden(addr: Address) -> bool:
+    if isinstance(addr, ipaddress.IPv6Address):
+        inner = addr.ipv4_mapped or addr.sixtofour
+        if inner is not None and _forbidden(inner):
+            return True
+        if addr.is_site_local:
+            return True
+    elif addr in _SHARED:
+        return True
+    return (addr.is_loopback or addr.is_private or addr.is_link_local or addr.is_multicast
+            or addr.is_reserved or addr.is_unspecified or not addr.is_global)
+
+
+def _literal(host: str) -> Address | None:
+    """The address ``host`` denotes when it is an IP literal in any accepted form, else None."""
+    if ":" in host:
+        try:
+            return ipaddress.IPv6Address(host)
+        except ValueError:
+            raise WebhookRefused(f"invalid IPv6 host {host!r}") from None
+    try:
+        return ipaddress.IPv4Address(socket.inet_aton(host))
+    except (OSError, ValueError):
+        return None
+
+
+def _allowed(host: str, addr: Address | None, allow: Sequence[str]) -> bool:
+    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
+        addr = addr.ipv4_mapped
+    for entry in (e.strip().lower().rstrip(".") for e in allow):
+        if entry and entry == host:
+            return True
+        try:
+            net = ipaddress.ip_network(entry, strict=False)
+        except ValueError:
+            continue
+        if addr is not None and addr.version == net.version and addr in net:
+            return True
+    return False
+
+
+def _split(url: str) -> tuple[SplitResult, str, int]:
+    if len(url) > MAX_URL:
+        raise WebhookRefused(f"callback URL longer than {MAX_URL} characters")
+    if any(c <= " " or c == "\x7f" for c in url):
+        raise WebhookRefused("callback URL contains whitespace or control characters")
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise WebhookRefused(f"malformed callback URL: {exc}") from None
+    if parts.scheme.lower() not in ("http", "https"):
+        raise WebhookRefused(f"callback scheme {parts.scheme!r} is not http or https")
+    if "@" in parts.netloc:
+        raise WebhookRefused("callback URL must not carry credentials (user:pass@)")
+    host = (parts.hostname or "").rstrip(".")
+    if not host:
+        raise WebhookRefused("callback URL has no host")
+    if port == 0:
+        raise WebhookRefused("callback URL has an invalid port")
+    return parts, host, port or (443 if parts.scheme.lower() == "https" else 80)
+
+
+def check_url(url: str, allow: Sequence[str]) -> None:
+    """Refuse ``url`` by syntax and policy alone (never resolves a name)."""
+    _, host, _ = _split(url)
+    addr = _literal(host)
+    if _allowed(host, addr, allow):
+        return
+    if addr is not None:
+        if _forbidden(addr):
+            raise WebhookRefused(f"callback address {addr} is not a public address")
+    elif host in _RESERVED_NAMES or host.endswith(".localhost") or "." not in host:
+        raise WebhookRefused(f"callback host {host!r} is a local name")
+
+
+def resolve(url: str, allow: Sequence[str]) -> list[str]:
+    """Check ``url``, resolve its host and refuse if any address is forbidden and not allowed.
+
+    Raises ``WebhookRefused`` for policy, ``OSError`` / ``UnicodeError`` when the name does
+    not resolve.
+    """
+    check_url(url, allow)
+    _, host, port = _split(url)
+    found: list[str] = []
+    for *_, sockaddr in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM):
+        ip = str(sockaddr[0])
+        addr = ipaddress.ip_address(ip.split("%", 1)[0])
+        if _forbidden(addr) and not _allowed(host, addr, allow):
+            raise WebhookRefused(f"callback host {host!r} resolves to forbidden address {addr}")
+        if ip not in found:
+            found.append(ip)
+    if not found:
+        raise OSError(f"{host!r} resolved to no address")
+    return found
+
+
+def deliver(url: str, body: bytes, headers: Mapping[str, str], *,
+            allow: Sequence[str], timeout: float) -> Delivery:
+    """POST ``body`` to ``url`` pinned to a checked address; never raises for network trouble."""
+    try:
+        ips = resolve(url, allow)
+    except WebhookRefused as exc:
+        return Delivery(False, None, f"refused: {exc}", retry=False)
+    except (OSError, UnicodeError) as exc:
+        return Delivery(False, None, f"cannot resolve host: {exc}", retry=True)
+    parts, host, port = _split(url)
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    fixed = {"host", "content-type", "content-length"}
+    sent = {"User-Agent": USER_AGENT, **{k: v for k, v in headers.items() if k.lower() not in fixed}}
+    sent |= {"Host": parts.netloc, "Content-Type": "application/json"}
+    limit = urllib3.Timeout(connect=timeout, read=timeout)
+    error = "no address"
+    for ip in ips:
+        pool: urllib3.HTTPConnectionPool
+        if parts.scheme.lower() == "https":
+            pool = urllib3.HTTPSConnectionPool(ip, port, timeout=limit, retries=False, maxsize=1,
+                                               server_hostname=host, assert_hostname=host)
+        else:
+            pool = urllib3.HTTPConnectionPool(ip, port, timeout=limit, retries=False, maxsize=1)
+        try:
+            resp = pool.urlopen("POST", target, body=body, headers=sent, redirect=False,
+                                retries=False, preload_content=False, assert_same_host=False)
+            _drain(resp, time.monotonic() + timeout)
+        except (urllib3.exceptions.NewConnectionError,
+                urllib3.exceptions.ConnectTimeoutError) as exc:
+            error = f"cannot connect to {ip}: {exc}"
+            continue  # nothing was sent: the next checked address may answer
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            return Delivery(False, None, f"{type(exc).__name__}: {exc}", retry=True)
+        finally:
+            pool.close()
+        status = resp.status
+        if 200 <= status < 300:
+            return Delivery(True, status, "", retry=False)
+        note = " (redirects are not followed)" if 300 <= status < 400 else ""
+        return Delivery(False, status, f"HTTP {status}{note}", retry=status == 429 or status >= 500)
+    return Delivery(False, None, error, retry=True)
+
+
+def _drain(resp: urllib3.BaseHTTPResponse, deadline: float) -> None:
+    """Read at most MAX_RESPONSE bytes of the body until ``deadline``; the status decides."""
+    left = MAX_RESPONSE
+    try:
+        while left > 0 and time.monotonic() < deadline:
+            chunk = resp.read1(left, decode_content=False)
+            if not chunk:
+                break
+            left -= len(chunk)
+    except (urllib3.exceptions.HTTPError, OSError):
+        pass
+    finally:
+        resp.release_conn()
+
+
+def backoff(attempt: int, base: float, cap: float = 3600.0) -> float:
+    """Delay before retry ``attempt`` (1-based): ``base * 2**(attempt-1)``, ±20% jitter, capped."""
+    if attempt < 1:
+        raise ValueError("attempt counts from 1")
+    delay = base * 2.0 ** min(attempt - 1, 64)
+    return min(cap, delay * random.uniform(0.8, 1.2))

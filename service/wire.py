@@ -1,0 +1,208 @@
+"""Wire types of the HTTP API and the webhooks, declared once. The OpenAPI document is
+generated from these models (api/spec.py); the verdict report is the core's own
+(:class:`judge.report.VerdictReport`)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from judge.report import VerdictReport
+
+STUDENT_ID = r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}$"
+PROBLEM_ID = r"^[a-z0-9][a-z0-9-]*/[a-z0-9][a-z0-9-]*$"
+SubmissionStatus = Literal["queued", "running", "done"]
+
+
+class _In(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# Problems.
+
+class ArgumentOut(_Out):
+    name: str
+    type: str
+    doc: str = ""
+
+
+class LimitsOut(_Out):
+    test_seconds: float
+    total_seconds: float
+    memory_mb: int
+    output_kb: int
+
+
+class ProblemSummary(_Out):
+    id: str = Field(examples=["jax-sharding/partitionspec-layout"])
+    title: str
+    version: str = Field(description="Content hash of the problem and its tests.")
+    signature: str = Field(examples=["def solve(x):"])
+
+
+class SampleTestOut(_Out):
+    name: str
+    input: str
+    expected: str
+
+
+class ProblemDetail(ProblemSummary):
+    statement: str = Field(description="Markdown.")
+    entry_point: str
+    arguments: list[ArgumentOut]
+    returns: str
+    limits: LimitsOut
+    checker: str
+    samples: list[SampleTestOut]
+    hidden_tests: int = Field(description="How many hidden tests there are; never their data.")
+    max_score: float
+
+
+class ProblemList(_Out):
+    items: list[ProblemSummary]
+
+
+# Submissions.
+
+class SubmissionCreate(_In):
+    problem: str = Field(min_length=1, max_length=200, examples=["jax-sharding/partitionspec-layout"])
+    code: str = Field(min_length=1, description="Python source, UTF-8.")
+    student_id: str | None = Field(default=None, pattern=STUDENT_ID)
+    callback_url: str | None = Field(
+        default=None, max_length=2048,
+        description="Where to POST the report when done (see docs/api.md, Webhooks).",
+    )
+    metadata: dict[str, Any] | None = Field(
+        default=None, description="Anything the caller wants back (at most 4 KiB as JSON)."
+    )
+
+
+class WebhookState(_Out):
+    status: Literal["pending", "delivered", "failed", "refused"]
+    attempts: int
+    error: str | None = None
+
+
+class SubmissionOut(_Out):
+    id: str
+    problem: str
+    problem_version: str
+    student_id: str | None
+    batch_id: str | None
+    status: SubmissionStatus
+    verdict: str | None = Field(description="Set when done.")
+    score: float | None
+    max_score: float | None
+    attempt: int = Field(description="How many times grading started (rejudges reset it not).")
+    metadata: dict[str, Any] | None
+    callback_url: str | None
+    webhook: WebhookState | None
+    received_at: datetime
+    queued_at: datetime | None = Field(description="When it was handed to the queue.")
+    started_at: datetime | None
+    finished_at: datetime | None
+    report: VerdictReport | None = Field(
+        default=None, description="The verdict report, when done (not in listings)."
+    )
+
+
+class SubmissionPage(_Out):
+    items: list[SubmissionOut]
+    next_cursor: str | None = Field(description="Pass as ?cursor= for the next page.")
+
+
+class SubmissionQuery(_In):
+    student_id: str | None = Field(default=None, pattern=STUDENT_ID)
+    problem: str | None = Field(default=None, max_length=200)
+    status: SubmissionStatus | None = None
+    batch_id: str | None = Field(default=None, max_length=32)
+    limit: int = Field(default=50, ge=1, le=200)
+    cursor: str | None = Field(default=None, max_length=200)
+
+
+class WaitQuery(_In):
+    wait: float = Field(default=0, ge=0, le=3600, description="Long-poll up to this many "
+                        "seconds for the verdict (capped by the server).")
+
+
+class RejudgeQuery(_In):
+    outdated_only: bool = Field(
+        default=False, description="Only submissions graded against another problem version."
+    )
+
+
+class RejudgeOut(_Out):
+    rejudged: int
+    ids: list[str]
+
+
+# Batches.
+
+class BatchEntry(_In):
+    student_id: str = Field(pattern=STUDENT_ID)
+    code: str = Field(min_length=1)
+
+
+class BatchCreate(_In):
+    problem: str = Field(min_length=1, max_length=200)
+    submissions: list[BatchEntry] = Field(min_length=1)
+    name: str = Field(default="", max_length=200)
+    callback_url: str | None = Field(default=None, max_length=2048)
+
+
+class BatchMember(_Out):
+    student_id: str
+    submission_id: str
+    status: SubmissionStatus
+    verdict: str | None
+    score: float | None
+    max_score: float | None
+
+
+class BatchOut(_Out):
+    id: str
+    problem: str
+    name: str
+    total: int
+    created_at: datetime
+    counts: dict[SubmissionStatus, int]
+    verdicts: dict[str, int]
+    done: bool
+    submissions: list[BatchMember]
+
+
+# Errors, health, webhooks.
+
+class ProblemDetails(_Out):
+    """RFC 9457 problem details, served as application/problem+json."""
+
+    model_config = ConfigDict(extra="allow")
+    type: str = "about:blank"
+    title: str
+    status: int
+    detail: str = ""
+    instance: str | None = None
+    errors: list[dict[str, Any]] | None = None
+
+
+class Check(_Out):
+    ok: bool
+    detail: str = ""
+
+
+class Health(_Out):
+    status: Literal["ok", "unavailable"]
+    checks: dict[str, Check] = Field(default_factory=dict)
+
+
+class WebhookEvent(_Out):
+    event: Literal["submission.done"] = "submission.done"
+    delivery_id: str
+    tenant: str
+    submission: SubmissionOut

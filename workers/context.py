@@ -1,0 +1,84 @@
+"""What a grading process holds: settings, the database, Redis, the catalog and a
+sandbox with its warm pool. Built once per process (after the fork, in the prefork
+pool's child), and announced to Redis every heartbeat so that ``/readyz`` and
+``/metrics`` see live workers and their pools."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from dataclasses import dataclass, field
+
+from redis import Redis
+from redis.exceptions import RedisError
+
+from judge.catalog import Catalog
+from judge.sandbox import get_sandbox
+from judge.sandbox.base import Sandbox
+from judge.settings import Settings
+from service import metrics
+from service.db import Database
+from service.settings import ServiceSettings
+from service.submissions import worker_name
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Context:
+    settings: ServiceSettings
+    judge: Settings
+    db: Database
+    redis: Redis
+    catalog: Catalog
+    name: str
+    _sandbox: Sandbox | None = None
+    _stop: threading.Event = field(default_factory=threading.Event)
+
+    @classmethod
+    def build(cls) -> Context:
+        settings, judge = ServiceSettings(), Settings()
+        return cls(settings=settings, judge=judge, db=Database(settings.database_url),
+                   redis=Redis.from_url(settings.redis_url, socket_connect_timeout=2,
+                                        socket_timeout=10),
+                   catalog=Catalog(judge.problems_dir), name=worker_name())
+
+    @property
+    def sandbox(self) -> Sandbox:
+        if self._sandbox is None:
+            self._sandbox = get_sandbox(self.judge.sandbox, self.judge)
+        return self._sandbox
+
+    def start_announcing(self) -> None:
+        threading.Thread(target=self._announce, name="jaxjudge-announce", daemon=True).start()
+
+    def state(self) -> dict[str, object]:
+        sandbox = self._sandbox
+        pool = getattr(sandbox, "pool", None)
+        ready = pool.available() if pool is not None else 0
+        return {
+            "sandbox": sandbox.name if sandbox else None,
+            "pool_size": pool.size if pool is not None else 0,
+            "pool_ready": ready,
+            # Without a pool a sandbox is started per submission: ready whenever it exists.
+            "sandbox_ready": sandbox is not None and (pool is None or ready > 0),
+        }
+
+    def _announce(self) -> None:
+        every = self.settings.heartbeat_seconds
+        while True:
+            try:
+                metrics.publish_worker(self.redis, self.name, self.state(), ttl=3 * every)
+            except RedisError as exc:
+                log.debug("cannot announce: %s", exc)
+            if self._stop.wait(every):
+                return
+
+    def close(self) -> None:
+        self._stop.set()
+        with contextlib.suppress(RedisError):
+            metrics.forget_worker(self.redis, self.name)
+        if self._sandbox is not None:
+            self._sandbox.close()
+        self.db.dispose()

@@ -1,0 +1,67 @@
+"""The webhook task's body: sign the event, deliver it, record the outcome, retry with
+backoff while the receiver fails in a way that may pass."""
+
+from __future__ import annotations
+
+from sqlalchemy import update
+
+from judge.report import VerdictReport
+from service.models import Status, Submission, Tenant
+from service.webhooks import (
+    DELIVERY_HEADER,
+    EVENT_HEADER,
+    SIGNATURE_HEADER,
+    Delivery,
+    backoff,
+    deliver,
+    sign,
+)
+from service.wire import SubmissionOut, WebhookEvent, WebhookState
+from workers.context import Context
+
+
+def event_body(ctx: Context, submission_id: str, delivery_id: str) -> tuple[str, bytes, str] | None:
+    """(url, body, tenant secret) of a done submission with a callback, else None."""
+    with ctx.db.session() as s:
+        row = s.get(Submission, submission_id)
+        if row is None or row.status != Status.DONE or not row.callback_url:
+            return None
+        tenant = s.get(Tenant, row.tenant_id)
+        assert tenant is not None
+        out = SubmissionOut(
+            id=row.id, problem=row.problem, problem_version=row.problem_version,
+            student_id=row.student_id, batch_id=row.batch_id, status="done",
+            verdict=row.verdict, score=row.score, max_score=row.max_score, attempt=row.attempt,
+            metadata=row.meta, callback_url=row.callback_url,
+            webhook=WebhookState(status="pending", attempts=row.webhook_attempts + 1),
+            received_at=row.received_at, queued_at=row.queued_at, started_at=row.started_at,
+            finished_at=row.finished_at,
+            report=VerdictReport.model_validate(row.report) if row.report else None,
+        )
+        event = WebhookEvent(delivery_id=delivery_id, tenant=tenant.name, submission=out)
+        return row.callback_url, event.model_dump_json().encode(), tenant.webhook_secret
+
+
+def attempt(ctx: Context, submission_id: str, delivery_id: str, tries: int) -> float | None:
+    """One delivery try (``tries`` before it). Returns the delay before the next try, or
+    None when done (delivered, refused, or given up)."""
+    found = event_body(ctx, submission_id, delivery_id)
+    if found is None:
+        return None
+    url, body, secret = found
+    headers = {SIGNATURE_HEADER: sign(secret, body), EVENT_HEADER: "submission.done",
+               DELIVERY_HEADER: delivery_id}
+    result: Delivery = deliver(url, body, headers, allow=ctx.settings.webhook_allow,
+                               timeout=ctx.settings.webhook_timeout_seconds)
+    again = result.retry and tries + 1 < ctx.settings.webhook_max_attempts
+    if result.ok:
+        state = "delivered"
+    elif again:
+        state = "pending"
+    else:
+        state = "refused" if result.error.startswith("refused") else "failed"
+    with ctx.db.session() as s:
+        s.execute(update(Submission).where(Submission.id == submission_id)
+                  .values(webhook_status=state, webhook_attempts=tries + 1,
+                          webhook_error=result.error[:500] or None))
+    return backoff(tries + 1, ctx.settings.webhook_backoff_seconds) if again else None
