@@ -166,7 +166,11 @@ def store(db: Database, submission_id: str, attempt: int, report: VerdictReport)
         changed(
             s,
             update(Grading)
-            .where(Grading.submission_id == submission_id, Grading.attempt == attempt)
+            .where(
+                Grading.submission_id == submission_id,
+                Grading.attempt == attempt,
+                Grading.outcome.is_(None),
+            )
             .values(outcome="stored" if stored else "superseded", finished_at=now),
         )
         return stored

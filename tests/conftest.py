@@ -45,3 +45,6 @@ def process_sandbox(settings: Settings) -> Iterator[Sandbox]:
     sandbox = get_sandbox("process", settings)
     yield sandbox
     sandbox.close()
+
+
+pytest_plugins = ["service_fixtures"]

@@ -1,0 +1,109 @@
+"""The submission state machine on both databases: claims, fencing, rejudges, sweeps."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import select, update
+
+from judge.report import VerdictReport
+from judge.verdict import Verdict
+from service.db import Database, utcnow
+from service.keys import create_key
+from service.models import Grading, Status, Submission
+from service.submissions import claim, find_strays, rejudge, store
+
+pytestmark = pytest.mark.service
+
+
+def report(verdict: Verdict = Verdict.ACCEPTED) -> VerdictReport:
+    return VerdictReport(problem="demo/layout", problem_version="v2", verdict=verdict,
+                         score=1, max_score=1, time_ms=1, tests=[])
+
+
+@pytest.fixture
+def db(any_database_url: str) -> Database:
+    database = Database(any_database_url)
+    with database.session() as s:
+        create_key(s, "course-a", "client")
+    yield database
+    database.dispose()
+
+
+def add(db: Database, sid: str = "s1") -> str:
+    with db.session() as s:
+        s.add(Submission(id=sid, tenant_id=1, problem="demo/layout", problem_version="v1",
+                         code="x = 1", code_sha256="0" * 64, queue="interactive",
+                         status=Status.QUEUED, enqueued=True, attempt=0,
+                         queued_at=utcnow()))
+    return sid
+
+
+def row(db: Database, sid: str = "s1") -> Submission:
+    with db.session() as s:
+        found = s.get(Submission, sid)
+        assert found is not None
+        return found
+
+
+def test_a_submission_is_claimed_once_and_stored_once(db: Database) -> None:
+    add(db)
+    first = claim(db, "s1", stale_after=30)
+    assert first is not None and first.attempt == 1
+    assert claim(db, "s1", stale_after=30) is None  # a duplicate delivery: not ours
+    assert store(db, "s1", 1, report())
+    assert not store(db, "s1", 1, report(Verdict.WRONG_ANSWER))  # never twice
+    done = row(db)
+    assert (done.status, done.verdict, done.problem_version) == ("done", "accepted", "v2")
+    assert claim(db, "s1", stale_after=30) is None  # done stays done
+
+
+def test_a_lost_grading_is_taken_over_and_the_old_worker_cannot_store(db: Database) -> None:
+    add(db)
+    old = claim(db, "s1", stale_after=30)
+    assert old is not None
+    with db.session() as s:  # the old worker stops beating
+        s.execute(update(Submission).values(heartbeat_at=utcnow() - timedelta(seconds=60)))
+    new = claim(db, "s1", stale_after=30)
+    assert new is not None and new.attempt == 2
+    assert not store(db, "s1", old.attempt, report(Verdict.WRONG_ANSWER))
+    assert store(db, "s1", new.attempt, report())
+    with db.session() as s:
+        outcomes = dict(s.execute(select(Grading.attempt, Grading.outcome)).all())
+    assert outcomes == {1: "lost", 2: "stored"}
+    assert row(db).verdict == "accepted"
+
+
+def test_a_rejudge_supersedes_a_running_grading(db: Database) -> None:
+    add(db)
+    running = claim(db, "s1", stale_after=30)
+    assert running is not None
+    with db.session() as s:
+        assert rejudge(s, Submission.id == "s1") == ["s1"]
+    assert row(db).status == "queued"
+    assert not store(db, "s1", running.attempt, report())  # its result is stale
+    again = claim(db, "s1", stale_after=30)
+    assert again is not None and store(db, "s1", again.attempt, report())
+
+
+def test_the_sweeper_finds_lost_unpublished_and_stale_submissions(db: Database) -> None:
+    for sid in ("lost", "unpublished", "stale", "fine", "running"):
+        add(db, sid)
+    claim(db, "lost", stale_after=30)
+    claim(db, "running", stale_after=30)
+    with db.session() as s:
+        s.execute(update(Submission).where(Submission.id == "lost")
+                  .values(heartbeat_at=utcnow() - timedelta(seconds=60)))
+        s.execute(update(Submission).where(Submission.id == "unpublished")
+                  .values(enqueued=False, queued_at=None))
+        s.execute(update(Submission).where(Submission.id == "stale")
+                  .values(queued_at=utcnow() - timedelta(hours=2)))
+    plan = find_strays(db, stale_after=30, requeue_after=3600)
+    assert plan.lost == ["lost"]
+    assert sorted(sid for sid, _q in plan.unpublished) == ["lost", "unpublished"]
+    assert [sid for sid, _q in plan.stale] == ["stale"]
+    assert row(db, "lost").status == "queued"
+    assert row(db, "running").status == "running"
+    # A second sweeper at the same moment finds nothing more to take.
+    assert find_strays(db, stale_after=30, requeue_after=3600).lost == []
