@@ -130,5 +130,5 @@ def wait_ready(settings: ServiceSettings, timeout: float = 90) -> None:
     import redis
 
     client = redis.Redis.from_url(settings.redis_url)
-    wait_for(lambda: any(w.get("sandbox_ready") for w in metrics.workers(client).values()),
-             timeout, "a worker with a ready sandbox", every=0.2)
+    wait_for(lambda: any(w.get("pool_ready") for w in metrics.workers(client).values()),
+             timeout, "a worker with a warm sandbox", every=0.2)

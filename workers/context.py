@@ -61,8 +61,9 @@ class Context:
             "sandbox": sandbox.name if sandbox else None,
             "pool_size": pool.size if pool is not None else 0,
             "pool_ready": ready,
-            # Without a pool a sandbox is started per submission: ready whenever it exists.
-            "sandbox_ready": sandbox is not None and (pool is None or ready > 0),
+            # Ready once it has shown it works: a pool that made a container (an empty pool
+            # between two refills still grades, in a fresh container), or no pool at all.
+            "sandbox_ready": sandbox is not None and (pool is None or pool.started > 0),
         }
 
     def _announce(self) -> None:

@@ -1,0 +1,180 @@
+"""Real worker processes, real Redis, real Docker sandboxes: grading end to end and
+what happens when a worker is killed, Redis restarts or the broker is away."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+from sqlalchemy import select
+
+from servers import RedisServer, Worker, wait_for
+from service.models import Grading, Submission, Tenant
+from service.settings import ServiceSettings
+from service.webhooks import verify
+from service_fixtures import auth
+
+pytestmark = [pytest.mark.service, pytest.mark.slow]
+GOOD = "def layout(num_devices, kernel_in, kernel_out):\n    return [kernel_in, kernel_out // num_devices]\n"
+WRONG = "def layout(num_devices, kernel_in, kernel_out):\n    return [kernel_in, kernel_out]\n"
+SLOW = "import time\n" + GOOD.replace("    return", "    time.sleep(0.8)\n    return")
+
+
+def submit(client: FlaskClient, key: str, code: str = GOOD, **body: Any) -> str:
+    r = client.post("/v1/submissions", json={"problem": "demo/layout", "code": code, **body},
+                    headers=auth(key))
+    assert r.status_code in (200, 202), r.get_json()
+    sid: str = r.get_json()["id"]
+    return sid
+
+
+def done(client: FlaskClient, key: str, sid: str, timeout: float = 120) -> dict[str, Any]:
+    def check() -> dict[str, Any] | None:
+        body = client.get(f"/v1/submissions/{sid}?wait=2", headers=auth(key)).get_json()
+        return body if body["status"] == "done" else None
+
+    found: dict[str, Any] = wait_for(check, timeout, f"submission {sid} done")
+    return found
+
+
+def gradings(app: Flask, sid: str) -> dict[int, str | None]:
+    with app.extensions["jaxjudge"].db.session() as s:
+        return dict(s.execute(select(Grading.attempt, Grading.outcome)
+                              .where(Grading.submission_id == sid)).all())
+
+
+def test_submissions_are_graded_with_the_right_verdicts(
+        client: FlaskClient, keys: dict[str, str], app: Flask,
+        start_worker: Callable[..., Worker]) -> None:
+    start_worker("-Q", "interactive,batch", "--concurrency", "1")
+    good, wrong = submit(client, keys["client"]), submit(client, keys["client"], WRONG)
+    assert done(client, keys["client"], good)["verdict"] == "accepted"
+    report = done(client, keys["client"], wrong)["report"]
+    assert report["verdict"] == "wrong_answer" and report["sandbox"] == "docker"
+    assert gradings(app, good) == {1: "stored"}
+    ready = client.get("/readyz").get_json()
+    assert ready["status"] == "ok", ready
+    text = client.get("/metrics").get_data(as_text=True)
+    assert "jaxjudge_grading_tests_seconds_count 2.0" in text
+    assert 'jaxjudge_submissions{status="done",verdict="accepted"} 1.0' in text
+    assert 'jaxjudge_warm_pool_size{worker=' in text
+
+
+def test_a_worker_killed_mid_grading_is_replaced_and_the_report_stored_once(
+        client: FlaskClient, keys: dict[str, str], app: Flask,
+        start_worker: Callable[..., Worker]) -> None:
+    first = start_worker("-Q", "interactive,batch", "--concurrency", "1")
+    sid = submit(client, keys["client"], SLOW)
+    wait_for(lambda: client.get(f"/v1/submissions/{sid}", headers=auth(keys["client"]))
+             .get_json()["status"] == "running", 60, "grading to start")
+    first.kill9()  # main process and pool child, mid-grading
+    assert client.get(f"/v1/submissions/{sid}", headers=auth(keys["client"])).get_json()[
+        "status"] == "running"
+    start_worker("-Q", "interactive,batch", "--concurrency", "1")
+    body = done(client, keys["client"], sid)
+    assert body["verdict"] == "accepted" and body["attempt"] == 2
+    assert gradings(app, sid) == {1: "lost", 2: "stored"}
+
+
+def test_queued_submissions_survive_a_redis_restart(
+        client: FlaskClient, keys: dict[str, str], redis_server: RedisServer,
+        start_worker: Callable[..., Worker]) -> None:
+    ids = [submit(client, keys["client"], GOOD if i % 2 else WRONG) for i in range(4)]
+    assert redis_server.client().llen("interactive") == 4
+    redis_server.stop(kill=True)
+    redis_server.start()
+    assert redis_server.client().llen("interactive") == 4  # the append-only file kept them
+    start_worker("-Q", "interactive,batch", "--concurrency", "1")
+    verdicts = [done(client, keys["client"], sid)["verdict"] for sid in ids]
+    assert verdicts == ["wrong_answer", "accepted", "wrong_answer", "accepted"]
+
+
+def test_a_submission_taken_while_the_broker_was_down_is_queued_when_it_returns(
+        client: FlaskClient, keys: dict[str, str], redis_server: RedisServer,
+        start_worker: Callable[..., Worker]) -> None:
+    start_worker("-Q", "interactive,batch", "--concurrency", "1")
+    redis_server.stop()
+    try:
+        r = client.post("/v1/submissions", json={"problem": "demo/layout", "code": GOOD},
+                        headers=auth(keys["client"]))
+        assert r.status_code == 202 and r.get_json()["queued_at"] is None
+    finally:
+        redis_server.start()
+    assert done(client, keys["client"], r.get_json()["id"])["verdict"] == "accepted"
+
+
+def test_interactive_submissions_go_ahead_of_batch_work(
+        client: FlaskClient, keys: dict[str, str], app: Flask,
+        start_worker: Callable[..., Worker]) -> None:
+    batch = client.post("/v1/batches", headers=auth(keys["instructor"]), json={
+        "problem": "demo/layout",
+        "submissions": [{"student_id": f"s{i}", "code": GOOD} for i in range(5)]})
+    assert batch.status_code == 202
+    sid = submit(client, keys["client"])
+    start_worker("-Q", "interactive,batch", "--concurrency", "1")
+    done(client, keys["client"], sid)
+    wait_for(lambda: client.get(batch.headers["Location"], headers=auth(keys["instructor"]))
+             .get_json()["done"], 120, "the batch")
+    with app.extensions["jaxjudge"].db.session() as s:
+        order = [r for (r,) in s.execute(select(Submission.queue)
+                                         .order_by(Submission.started_at))]
+    assert order.index("interactive") == 0, order
+
+
+class Receiver(BaseHTTPRequestHandler):
+    """A webhook receiver on 127.0.0.1 that fails the first two deliveries."""
+
+    calls: list[tuple[dict[str, str], bytes]] = []
+
+    def do_POST(self) -> None:  # noqa: N802
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        Receiver.calls.append((dict(self.headers), body))
+        self.send_response(500 if len(Receiver.calls) <= 2 else 200)
+        self.end_headers()
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def receiver() -> Iterator[str]:
+    Receiver.calls = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/hook"
+    server.shutdown()
+
+
+def test_the_report_is_posted_signed_and_retried(
+        service_settings: ServiceSettings, keys: dict[str, str], app: Flask, receiver: str,
+        start_worker: Callable[..., Worker]) -> None:
+    app.extensions["jaxjudge"].settings = service_settings.model_copy(
+        update={"webhook_allow": ["127.0.0.1"]})
+    client = app.test_client()
+    start_worker("-Q", "interactive,batch", "--concurrency", "1", webhook_allow=["127.0.0.1"])
+    start_worker("-Q", "webhooks", "--pool", "threads", "--without-sweeper",
+                 webhook_allow=["127.0.0.1"])
+    sid = submit(client, keys["client"], callback_url=receiver, metadata={"lti": "abc"})
+    wait_for(lambda: len(Receiver.calls) >= 3, 120, "three deliveries")
+    time.sleep(0.5)
+    with app.extensions["jaxjudge"].db.session() as s:
+        secret = s.scalar(select(Tenant.webhook_secret).where(Tenant.name == "course-a"))
+        row = s.get(Submission, sid)
+        assert row is not None
+        assert (row.webhook_status, row.webhook_attempts) == ("delivered", 3)
+    assert len(Receiver.calls) == 3
+    assert len({h["X-Jaxjudge-Delivery"] for h, _ in Receiver.calls}) == 1  # one delivery id
+    headers, body = Receiver.calls[-1]
+    assert secret and verify(secret, body, headers["X-Jaxjudge-Signature"])
+    assert not verify(secret, body + b" ", headers["X-Jaxjudge-Signature"])
+    event = json.loads(body)
+    assert event["event"] == "submission.done" and event["tenant"] == "course-a"
+    assert event["submission"]["report"]["verdict"] == "accepted"
+    assert event["submission"]["metadata"] == {"lti": "abc"}
