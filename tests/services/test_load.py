@@ -1,0 +1,78 @@
+"""200 submissions sent at once by concurrent clients to the API served by gunicorn:
+no request gets a 5xx, and every submission ends done with the right verdict."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+import requests
+
+from judge.settings import REPO_ROOT, Settings
+from servers import Worker, free_port, service_env, wait_for
+from service.db import Database
+from service.keys import create_key
+from service.settings import ServiceSettings
+
+pytestmark = [pytest.mark.service, pytest.mark.slow]
+GOOD = "def layout(num_devices, kernel_in, kernel_out):\n    return [kernel_in, kernel_out // num_devices]\n"
+WRONG = "def layout(num_devices, kernel_in, kernel_out):\n    return [kernel_in, kernel_out]\n"
+
+
+@pytest.fixture
+def server(service_settings: ServiceSettings, judge_settings: Settings,
+           tmp_path: Path) -> Iterator[str]:
+    port = free_port()
+    env = service_env({**service_settings.model_dump(), **judge_settings.model_dump()})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}", "--worker-class",
+         "gthread", "--workers", "2", "--threads", "16", "api:create_app()"],
+        env=env, cwd=REPO_ROOT, stdout=(tmp_path / "gunicorn.log").open("wb"),
+        stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+
+    def up() -> bool:
+        try:
+            return requests.get(f"{base}/healthz", timeout=1).ok
+        except requests.RequestException:
+            return False
+
+    wait_for(up, 30, "gunicorn")
+    yield base
+    proc.terminate()
+    proc.wait(20)
+
+
+def test_200_concurrent_submissions(server: str, service_settings: ServiceSettings,
+                                    start_worker: Callable[..., Worker]) -> None:
+    with Database(service_settings.database_url).session() as s:
+        key = create_key(s, "course-a", "client")
+    headers = {"Authorization": f"Bearer {key}"}
+    start_worker("-Q", "interactive,batch", "--concurrency", "2", pool_size=2)
+    expected = {f"s{i:03d}": "accepted" if i % 3 else "wrong_answer" for i in range(200)}
+
+    def post(student: str) -> tuple[str, int, str]:
+        code = GOOD if expected[student] == "accepted" else WRONG
+        with requests.Session() as http:
+            r = http.post(f"{server}/v1/submissions", headers=headers, timeout=60,
+                          json={"problem": "demo/layout", "code": code, "student_id": student})
+        return student, r.status_code, r.json().get("id", "")
+
+    with ThreadPoolExecutor(max_workers=50) as pool:
+        answers = list(pool.map(post, expected))
+    assert [s for _, s, _ in answers if s >= 500] == []
+    assert {s for _, s, _ in answers} == {202}
+
+    def all_done() -> dict[str, str] | None:
+        r = requests.get(f"{server}/v1/submissions?status=done&limit=200", headers=headers,
+                         timeout=30)
+        assert r.status_code == 200
+        items = r.json()["items"]
+        return {i["student_id"]: i["verdict"] for i in items} if len(items) == 200 else None
+
+    verdicts = wait_for(all_done, 900, "200 verdicts", every=2)
+    assert verdicts == expected
