@@ -3,7 +3,7 @@ PYTHON ?= python3.11
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: install engine sandbox-image lint test test-fast verify bench clean
+.PHONY: install engine sandbox-image services lint test test-fast verify bench up down clean
 
 install: $(BIN)/jaxjudge
 
@@ -19,8 +19,19 @@ engine:
 sandbox-image: install engine
 	PYTHON=$(BIN)/python bash docker/build-image.sh
 
+# Redis and PostgreSQL binaries for the service and its tests (the tests start their own).
+services:
+	@command -v redis-server >/dev/null || apt-get install -y -q redis-server
+	@test -x /usr/lib/postgresql/15/bin/initdb || apt-get install -y -q postgresql-15
+
+up: install
+	bash scripts/service.sh up
+
+down:
+	bash scripts/service.sh down
+
 lint: install
-	$(BIN)/ruff check judge api workers tests bench
+	$(BIN)/ruff check judge api workers service tests bench
 	$(BIN)/lint-imports
 	$(BIN)/mypy
 
@@ -37,6 +48,7 @@ verify: install
 bench: install
 	$(BIN)/python bench/grade_seeds.py
 	$(BIN)/python bench/sandbox.py
+	$(BIN)/python bench/service.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache var

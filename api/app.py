@@ -75,6 +75,10 @@ def create_app(settings: ServiceSettings | None = None,
     errors.register(app)
     for module in (problems, submissions, batches, health, docs):
         app.register_blueprint(module.bp)
+    if settings.submit_rate_limit:
+        for name in ("submissions.create_submission", "batches.create_batch"):
+            limited = limiter.limit(settings.submit_rate_limit)(app.view_functions[name])
+            app.view_functions[name] = limited  # type: ignore[assignment]
     for name in ("health.healthz", "health.readyz", "health.metrics", "docs.openapi_json",
                  "docs.browse"):
         limiter.exempt(app.view_functions[name])

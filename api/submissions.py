@@ -47,7 +47,8 @@ IDEMPOTENCY_HEADER = "Idempotency-Key"
 def to_wire(row: Submission, with_report: bool = True) -> SubmissionOut:
     webhook = None
     if row.callback_url:
-        webhook = WebhookState(status=row.webhook_status or "pending",  # type: ignore[arg-type]
+        state = row.webhook_status if row.webhook_status != "unsent" else "pending"
+        webhook = WebhookState(status=state or "pending",  # type: ignore[arg-type]
                                attempts=row.webhook_attempts, error=row.webhook_error)
     return SubmissionOut(
         id=row.id, problem=row.problem, problem_version=row.problem_version,

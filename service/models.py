@@ -99,7 +99,8 @@ class Submission(Base):
 
     status: Mapped[str] = mapped_column(String(20), default=Status.QUEUED)
     enqueued: Mapped[bool] = mapped_column(Boolean, default=False)
-    attempt: Mapped[int] = mapped_column(Integer, default=0)
+    attempt: Mapped[int] = mapped_column(Integer, default=0)  # fencing token, only grows
+    tries: Mapped[int] = mapped_column(Integer, default=0)  # gradings since last queued anew
     worker: Mapped[str | None] = mapped_column(String(200), nullable=True)
     heartbeat_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
 

@@ -26,7 +26,7 @@ from judge.report import VerdictReport
 from judge.sandbox.docker import pid_alive
 from service.db import Database, utcnow
 from service.models import Grading, Status, Submission
-from service.queue import GRADE_TASK, publish
+from service.queue import GRADE_TASK, WEBHOOK_TASK, WEBHOOKS, publish
 from service.settings import ServiceSettings
 
 log = logging.getLogger(__name__)
@@ -64,6 +64,7 @@ class Claim:
     attempt: int
     problem: str
     code: str
+    tries: int  # gradings started since the submission was last (re)submitted
 
 
 def claim(db: Database, submission_id: str, *, stale_after: float) -> Claim | None:
@@ -94,6 +95,7 @@ def claim(db: Database, submission_id: str, *, stale_after: float) -> Claim | No
             .values(
                 status=Status.RUNNING,
                 attempt=seen_attempt + 1,
+                tries=row.tries + 1,
                 worker=worker,
                 heartbeat_at=now,
                 started_at=now,
@@ -107,7 +109,7 @@ def claim(db: Database, submission_id: str, *, stale_after: float) -> Claim | No
                 submission_id=submission_id, attempt=seen_attempt + 1, worker=worker, started_at=now
             )
         )
-        return Claim(submission_id, seen_attempt + 1, row.problem, row.code)
+        return Claim(submission_id, seen_attempt + 1, row.problem, row.code, row.tries + 1)
 
 
 def _close_gradings(s: Session, submission_id: str, outcome: str, now: datetime) -> None:
@@ -191,6 +193,7 @@ def rejudge(s: Session, where: Any) -> list[str]:
                 score=None,
                 max_score=None,
                 report=None,
+                tries=0,
                 worker=None,
                 heartbeat_at=None,
                 queued_at=None,
@@ -309,6 +312,7 @@ def sweep(db: Database, celery: Celery, settings: ServiceSettings) -> SweepPlan:
     todo = plan.unpublished + plan.stale
     if todo:
         dispatch(db, celery, todo, timeout=settings.publish_timeout_seconds)
+    resend_webhooks(db, celery, timeout=settings.publish_timeout_seconds)
     if plan.lost or todo:
         log.info(
             "sweep: %d lost, %d unpublished, %d stale",
@@ -317,3 +321,25 @@ def sweep(db: Database, celery: Celery, settings: ServiceSettings) -> SweepPlan:
             len(plan.stale),
         )
     return plan
+
+
+def resend_webhooks(db: Database, celery: Celery, *, timeout: float) -> int:
+    """Publish the webhook deliveries that could not be queued (the broker was away
+    when the report was stored)."""
+    with db.session() as s:
+        ids = list(s.scalars(select(Submission.id).where(
+            Submission.status == Status.DONE, Submission.webhook_status == "unsent").limit(500)))
+    sent = 0
+    for sid in ids:
+        try:
+            publish(celery, WEBHOOK_TASK, [sid, uuid.uuid4().hex], queue=WEBHOOKS,
+                    timeout=timeout)
+        except Exception as exc:
+            log.warning("webhooks still unsent: %s", exc)
+            break
+        with db.session() as s:
+            changed(s, update(Submission).where(Submission.id == sid,
+                                                Submission.webhook_status == "unsent")
+                    .values(webhook_status="pending"))
+        sent += 1
+    return sent

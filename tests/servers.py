@@ -7,6 +7,7 @@ to prove what the service does meanwhile.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -168,10 +169,8 @@ class Worker:
 
     def kill9(self) -> None:
         """SIGKILL the whole worker: main process and its pool children at once."""
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(self.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         self.proc.wait(10)
 
     def stop(self) -> None:

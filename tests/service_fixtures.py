@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
+from servers import PostgresServer, RedisServer, Worker, service_env, wait_for
 
 from judge.settings import Settings
-from servers import PostgresServer, RedisServer, Worker, service_env, wait_for
 from service import metrics
 from service.migrate import upgrade
 from service.settings import ServiceSettings

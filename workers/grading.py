@@ -52,8 +52,8 @@ def _report(ctx: Context, taken: Claim) -> VerdictReport | None:
         return VerdictReport(problem=taken.problem, problem_version="",
                              verdict=Verdict.INTERNAL_ERROR, score=0, max_score=0, time_ms=0,
                              message="the problem no longer exists", tests=[])
-    if taken.attempt > ctx.settings.max_attempts:
-        return internal_error(problem, f"grading was interrupted {taken.attempt - 1} times "
+    if taken.tries > ctx.settings.max_attempts:
+        return internal_error(problem, f"grading was interrupted {taken.tries - 1} times "
                               "(a worker was lost); giving up", ctx.judge)
     stop = threading.Event()
     beat = threading.Thread(target=_beat, args=(ctx, taken, stop), daemon=True)
@@ -111,11 +111,13 @@ def _after_store(ctx: Context, celery: Celery, submission_id: str,
     except RedisError as exc:
         log.warning("metrics for %s not recorded: %s", submission_id, exc)
     if callback:
-        with ctx.db.session() as s:
-            s.execute(update(Submission).where(Submission.id == submission_id)
-                      .values(webhook_status="pending"))
+        state = "pending"
         try:
             publish(celery, WEBHOOK_TASK, [submission_id, uuid.uuid4().hex], queue=WEBHOOKS,
                     timeout=ctx.settings.publish_timeout_seconds)
-        except Exception as exc:
+        except Exception as exc:  # the sweeper sends it when the broker is back
             log.error("webhook for %s not queued: %s", submission_id, exc)
+            state = "unsent"
+        with ctx.db.session() as s:
+            s.execute(update(Submission).where(Submission.id == submission_id)
+                      .values(webhook_status=state))

@@ -7,11 +7,11 @@ from collections.abc import Iterator
 
 import pytest
 from flask import Flask
+from servers import PostgresServer, RedisServer
+from service_fixtures import auth, make_settings
 
 from judge.settings import Settings
-from servers import PostgresServer, RedisServer
 from service.migrate import upgrade
-from service_fixtures import auth, make_settings
 
 pytestmark = pytest.mark.service
 GOOD = "def layout(num_devices, kernel_in, kernel_out):\n    return [kernel_in, kernel_out // num_devices]\n"

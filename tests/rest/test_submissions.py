@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
+from service_fixtures import auth
 from sqlalchemy import func, select
 
 from service.models import Submission
-from service_fixtures import auth
 
 pytestmark = pytest.mark.service
 GOOD = "def layout(num_devices, kernel_in, kernel_out):\n    return [kernel_in, kernel_out // num_devices]\n"

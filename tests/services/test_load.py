@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 import requests
+from servers import Worker, free_port, service_env, wait_for
 
 from judge.settings import REPO_ROOT, Settings
-from servers import Worker, free_port, service_env, wait_for
 from service.db import Database
 from service.keys import create_key
 from service.settings import ServiceSettings

@@ -81,7 +81,7 @@ def test_a_rejudge_supersedes_a_running_grading(db: Database) -> None:
     assert running is not None
     with db.session() as s:
         assert rejudge(s, Submission.id == "s1") == ["s1"]
-    assert row(db).status == "queued"
+    assert (row(db).status, row(db).tries) == ("queued", 0)  # a rejudge starts afresh
     assert not store(db, "s1", running.attempt, report())  # its result is stale
     again = claim(db, "s1", stale_after=30)
     assert again is not None and store(db, "s1", again.attempt, report())

@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
+from servers import RedisServer, Worker, wait_for
+from service_fixtures import auth
 from sqlalchemy import select
 
-from servers import RedisServer, Worker, wait_for
 from service.models import Grading, Submission, Tenant
 from service.settings import ServiceSettings
 from service.webhooks import verify
-from service_fixtures import auth
 
 pytestmark = [pytest.mark.service, pytest.mark.slow]
 GOOD = "def layout(num_devices, kernel_in, kernel_out):\n    return [kernel_in, kernel_out // num_devices]\n"

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# `make up` / `make down`: the whole service on this machine.
+#   up:   Redis (if none answers), the Docker engine, the sandbox image (if missing),
+#         migrations, the API on http://127.0.0.1:8000 (gunicorn), one grading worker with
+#         its warm pool, one webhook worker; prints a curl that grades a seed solution.
+#   down: stops what `up` started.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+VAR=$ROOT/var
+BIN=$ROOT/.venv/bin
+PORT=${JAXJUDGE_PORT:-8000}
+REDIS_PORT=${JAXJUDGE_REDIS_PORT:-6379}
+export JAXJUDGE_REDIS_URL=${JAXJUDGE_REDIS_URL:-redis://127.0.0.1:$REDIS_PORT/0}
+export JAXJUDGE_DATABASE_URL=${JAXJUDGE_DATABASE_URL:-sqlite:///$VAR/jaxjudge.db}
+export JAXJUDGE_SANDBOX=${JAXJUDGE_SANDBOX:-docker}
+export JAXJUDGE_POOL_SIZE=${JAXJUDGE_POOL_SIZE:-2}
+mkdir -p "$VAR/log" "$VAR/redis"
+
+stop_pid() {  # stop_pid NAME: TERM the process group in var/NAME.pid, wait, then KILL
+    local file=$VAR/$1.pid
+    [ -f "$file" ] || return 0
+    local pid; pid=$(cat "$file")
+    if kill -0 "$pid" 2>/dev/null; then
+        kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+        for _ in $(seq 1 40); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+        kill -KILL -- "-$pid" 2>/dev/null || true
+    fi
+    rm -f "$file"
+    echo "stopped $1"
+}
+
+start_bg() {  # start_bg NAME CMD...: in its own session, pid in var/NAME.pid, log in var/log
+    local name=$1; shift
+    setsid "$@" >"$VAR/log/$name.log" 2>&1 < /dev/null &
+    echo $! >"$VAR/$name.pid"
+}
+
+up() {
+    if ! redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1; then
+        command -v redis-server >/dev/null || apt-get install -y -q redis-server >/dev/null
+        start_bg redis redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --dir "$VAR/redis" \
+            --appendonly yes --appendfsync everysec --save ""
+        for _ in $(seq 1 50); do redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
+        echo "redis: started on 127.0.0.1:$REDIS_PORT"
+    fi
+    bash docker/engine.sh
+    docker image inspect jaxjudge-sandbox:latest >/dev/null 2>&1 || PYTHON=$BIN/python bash docker/build-image.sh
+    "$BIN/jaxjudge" db upgrade
+    stop_pid api; stop_pid worker; stop_pid webhooks
+    start_bg api "$BIN/gunicorn" --bind "127.0.0.1:$PORT" --worker-class gthread --workers 2 \
+        --threads 16 --timeout 120 'api:create_app()'
+    start_bg worker "$BIN/celery" -A workers.app worker -Q interactive,batch --concurrency 1 \
+        -n "grader@%h" --loglevel INFO
+    start_bg webhooks "$BIN/celery" -A workers.app worker -Q webhooks --pool threads \
+        --concurrency 8 --without-sweeper -n "webhooks@%h" --loglevel INFO
+    [ -s "$VAR/dev-key" ] || "$BIN/jaxjudge" keys create --tenant dev --role admin --name "make up" >"$VAR/dev-key"
+    "$BIN/python" - "$VAR/demo-submission.json" <<'PY'
+import json, sys
+path = "problemsets/jax-sharding/partitionspec-layout/submissions/accepted/arithmetic.py"
+json.dump({"problem": "jax-sharding/partitionspec-layout", "student_id": "demo",
+           "code": open(path).read()}, open(sys.argv[1], "w"))
+PY
+    echo -n "waiting for the API, a worker and a warm sandbox"
+    for _ in $(seq 1 120); do
+        if curl -fs "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1; then break; fi
+        echo -n .; sleep 1
+    done
+    echo
+    curl -fs "http://127.0.0.1:$PORT/readyz" >/dev/null || { echo "not ready: see var/log/" >&2; exit 1; }
+    cat <<MSG
+jaxjudge is up: http://127.0.0.1:$PORT (API reference: http://127.0.0.1:$PORT/v1/docs)
+logs in var/log/, stop it with: make down
+
+Grade a seed solution (waits up to 60 s for the verdict):
+
+curl -s -H "Authorization: Bearer $(cat "$VAR/dev-key")" -H 'Content-Type: application/json' \\
+     --data @$VAR/demo-submission.json 'http://127.0.0.1:$PORT/v1/submissions?wait=60'
+MSG
+}
+
+down() {
+    stop_pid webhooks; stop_pid worker; stop_pid api; stop_pid redis
+}
+
+case ${1:-} in
+    up) up ;;
+    down) down ;;
+    *) echo "usage: $0 up|down" >&2; exit 2 ;;
+esac
