@@ -61,32 +61,35 @@ class Stack:
     """Redis, the database, one grading worker and gunicorn, in ``folder``."""
 
     def __init__(self, folder: Path, pool_size: int, concurrency: int) -> None:
-        self.pool_size, self.concurrency = pool_size, concurrency
+        self.folder, self.pool_size, self.concurrency = folder, pool_size, concurrency
         self.redis = RedisServer(folder / "redis")
+        self.worker: Worker | None = None
+        self.api: subprocess.Popen[bytes] | None = None
+        self.owners: set[str] = set()  # grading processes seen: owners of our containers
+        self.http = requests.Session()
+        self.address = f"127.0.0.1:{free_port()}"
+        self.base = f"http://{self.address}"
+
+    def start(self) -> None:
         self.redis.start()
-        database_url = f"sqlite:///{folder / 'jaxjudge.db'}"
+        database_url = f"sqlite:///{self.folder / 'jaxjudge.db'}"
         upgrade(database_url)
         db = Database(database_url)
         with db.session() as s:
-            self.key = create_key(s, "bench", "instructor")
+            self.http.headers["Authorization"] = "Bearer " + create_key(s, "bench", "instructor")
         db.dispose()
         env = service_env({
             "database_url": database_url, "redis_url": self.redis.url, "sandbox": "docker",
-            "problems_dir": ROOT / "problemsets", "pool_size": pool_size,
+            "problems_dir": ROOT / "problemsets", "pool_size": self.pool_size,
             "rate_limit": "", "submit_rate_limit": "", "heartbeat_seconds": HEARTBEAT})
-        self.owners: set[str] = set()  # grading processes seen: owners of our containers
-        self.worker = Worker(env, folder / "worker.log", "-Q", "interactive,batch",
-                             "--concurrency", str(concurrency))
-        port = free_port()
-        self.base = f"http://127.0.0.1:{port}"
+        self.worker = Worker(env, self.folder / "worker.log", "-Q", "interactive,batch",
+                             "--concurrency", str(self.concurrency))
         self.api = subprocess.Popen(
-            [str(Path(sys.executable).parent / "gunicorn"), "--bind", f"127.0.0.1:{port}",
+            [str(Path(sys.executable).parent / "gunicorn"), "--bind", self.address,
              "--worker-class", "gthread", "--workers", "2", "--threads", "16",
              "api:create_app()"],
-            env=env, cwd=ROOT, stdout=(folder / "api.log").open("ab"),
+            env=env, cwd=ROOT, stdout=(self.folder / "api.log").open("ab"),
             stderr=subprocess.STDOUT, start_new_session=True)
-        self.http = requests.Session()
-        self.http.headers["Authorization"] = f"Bearer {self.key}"
         wait_for(self._healthy, 60, "gunicorn /healthz", every=0.2)
         wait_for(self.pool_full, 180, "a full warm pool", every=0.2)
 
@@ -137,14 +140,15 @@ class Stack:
         return elapsed
 
     def stop(self) -> None:
-        if self.api.poll() is None:
+        if self.api is not None and self.api.poll() is None:
             os.killpg(self.api.pid, signal.SIGTERM)
             try:
                 self.api.wait(20)
             except subprocess.TimeoutExpired:
                 os.killpg(self.api.pid, signal.SIGKILL)
                 self.api.wait(10)
-        self.worker.stop()  # its grading processes close their pools
+        if self.worker is not None:
+            self.worker.stop()  # its grading processes close their pools
         self.redis.stop()
 
 
@@ -202,9 +206,9 @@ def main() -> None:
 
     folder = Path(tempfile.mkdtemp(prefix="jaxjudge-bench-"))
     owners = {f"{socket.gethostname()}:{os.getpid()}"}
-    stack = None
+    stack = Stack(folder, args.pool_size, args.concurrency)
     try:
-        stack = Stack(folder, args.pool_size, args.concurrency)
+        stack.start()
         warm = []
         for _ in range(args.runs):
             warm.append(stack.submit(code))
@@ -216,9 +220,8 @@ def main() -> None:
         stack.stop()
         fresh, fresh_s = fresh_baseline(code, args.fresh_runs, args.fresh_batch)
     finally:
-        if stack is not None:
-            stack.stop()
-            owners |= stack.owners
+        stack.stop()
+        owners |= stack.owners
         shutil.rmtree(folder, ignore_errors=True)
         remove_leftovers(owners)
 
