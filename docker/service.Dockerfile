@@ -24,6 +24,8 @@ ARG BASE=python:3.11-slim-bookworm
 
 # -- build stage: the only place that sees the host's pip settings ---------------------
 FROM ${BASE} AS build
+# Its cached layers hold the CA bundle: `docker image prune --filter
+# label=org.jaxjudge.stage=service-build` drops them (the final image never has it).
 LABEL org.jaxjudge.stage=service-build
 ARG PIP_INDEX_URL=https://pypi.org/simple
 ARG PIP_EXTRA_INDEX_URL=
@@ -66,11 +68,14 @@ COPY docker/sandbox.Dockerfile docker/sandbox-requirements.txt /opt/jaxjudge/sha
 COPY problemsets/ /srv/jaxjudge/problemsets/
 COPY docker/service-entrypoint.sh /usr/local/bin/jaxjudge-entrypoint
 RUN chmod 0755 /usr/local/bin/jaxjudge-entrypoint
+# XDG_RUNTIME_DIR: where gunicorn puts its control socket (else ~/.gunicorn, which a
+# read-only root cannot hold); compose gives /tmp a tmpfs.
 ENV PATH=/opt/jaxjudge/bin:${PATH} \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     LANG=C.UTF-8 \
     JAX_PLATFORMS=cpu \
+    XDG_RUNTIME_DIR=/tmp \
     JAXJUDGE_PROBLEMS_DIR=/srv/jaxjudge/problemsets
 LABEL org.jaxjudge.image="service"
 WORKDIR /srv/jaxjudge
