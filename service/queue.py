@@ -14,6 +14,7 @@ worker takes from ``interactive`` whenever it has work, before ``batch``):
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from celery import Celery
@@ -72,3 +73,10 @@ def publish(app: Celery, name: str, args: list[Any], *, queue: str, timeout: flo
         retry_policy={"max_retries": 2, "interval_start": 0, "interval_step": timeout / 4,
                       "interval_max": timeout / 2},
     )
+
+
+def send_webhook(app: Celery, submission_id: str, *, timeout: float) -> None:
+    """Queue the delivery of a done submission's report, under a new delivery id (which
+    every retry of it keeps)."""
+    publish(app, WEBHOOK_TASK, [submission_id, uuid.uuid4().hex], queue=WEBHOOKS,
+            timeout=timeout)

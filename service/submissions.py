@@ -19,14 +19,14 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from celery import Celery
-from sqlalchemy import CursorResult, and_, or_, select, update
+from sqlalchemy import ColumnElement, CursorResult, and_, or_, select, update
 from sqlalchemy.orm import Session
 
 from judge.report import VerdictReport
 from judge.sandbox.docker import pid_alive
 from service.db import Database, utcnow
 from service.models import Grading, Status, Submission
-from service.queue import GRADE_TASK, WEBHOOK_TASK, WEBHOOKS, publish
+from service.queue import GRADE_TASK, publish, send_webhook
 from service.settings import ServiceSettings
 
 log = logging.getLogger(__name__)
@@ -121,17 +121,44 @@ def _close_gradings(s: Session, submission_id: str, outcome: str, now: datetime)
     )
 
 
+def _holds(submission_id: str, attempt: int) -> ColumnElement[bool]:
+    """The submission is running under ``attempt``: only its holder may touch it."""
+    return and_(
+        Submission.id == submission_id,
+        Submission.attempt == attempt,
+        Submission.status == Status.RUNNING,
+    )
+
+
+def _back_to_queue(s: Session, submission_id: str, attempt: int, outcome: str,
+                   now: datetime) -> bool:
+    """Take ``attempt`` away from its holder and queue the submission for publishing
+    again; the attempt's grading is closed with ``outcome``."""
+    moved = changed(
+        s,
+        update(Submission)
+        .where(_holds(submission_id, attempt))
+        .values(status=Status.QUEUED, enqueued=False, worker=None, heartbeat_at=None),
+    )
+    if moved:
+        _close_gradings(s, submission_id, outcome, now)
+    return moved == 1
+
+
+def release(db: Database, submission_id: str, attempt: int) -> bool:
+    """Give a claimed submission back (its sandbox could not run): the sweeper publishes
+    it again; the attempt's grading ends ``failed``."""
+    with db.session() as s:
+        return _back_to_queue(s, submission_id, attempt, "failed", utcnow())
+
+
 def heartbeat(db: Database, submission_id: str, attempt: int) -> bool:
     with db.session() as s:
         return (
             changed(
                 s,
                 update(Submission)
-                .where(
-                    Submission.id == submission_id,
-                    Submission.attempt == attempt,
-                    Submission.status == Status.RUNNING,
-                )
+                .where(_holds(submission_id, attempt))
                 .values(heartbeat_at=utcnow()),
             )
             == 1
@@ -147,11 +174,7 @@ def store(db: Database, submission_id: str, attempt: int, report: VerdictReport)
             changed(
                 s,
                 update(Submission)
-                .where(
-                    Submission.id == submission_id,
-                    Submission.attempt == attempt,
-                    Submission.status == Status.RUNNING,
-                )
+                .where(_holds(submission_id, attempt))
                 .values(
                     status=Status.DONE,
                     verdict=report.verdict.value,
@@ -250,18 +273,7 @@ def find_strays(
             stale = beat is None or beat < now - timedelta(seconds=stale_after)
             if not (stale or _worker_gone(worker)):
                 continue
-            moved = changed(
-                s,
-                update(Submission)
-                .where(
-                    Submission.id == sid,
-                    Submission.attempt == attempt,
-                    Submission.status == Status.RUNNING,
-                )
-                .values(status=Status.QUEUED, enqueued=False, worker=None, heartbeat_at=None),
-            )
-            if moved:
-                _close_gradings(s, sid, "lost", now)
+            if _back_to_queue(s, sid, attempt, "lost", now):
                 lost.append(sid)
         unpublished = s.execute(
             select(Submission.id, Submission.queue)
@@ -332,8 +344,7 @@ def resend_webhooks(db: Database, celery: Celery, *, timeout: float) -> int:
     sent = 0
     for sid in ids:
         try:
-            publish(celery, WEBHOOK_TASK, [sid, uuid.uuid4().hex], queue=WEBHOOKS,
-                    timeout=timeout)
+            send_webhook(celery, sid, timeout=timeout)
         except Exception as exc:
             log.warning("webhooks still unsent: %s", exc)
             break

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import uuid
 
 from celery import Celery
 from celery.exceptions import SoftTimeLimitExceeded
@@ -22,9 +21,9 @@ from judge.grading import grade, internal_error
 from judge.report import VerdictReport
 from judge.verdict import Verdict
 from service import metrics
-from service.models import Grading, Status, Submission
-from service.queue import WEBHOOK_TASK, WEBHOOKS, publish
-from service.submissions import Claim, claim, heartbeat, store
+from service.models import Submission
+from service.queue import send_webhook
+from service.submissions import Claim, claim, heartbeat, release, store
 from workers.context import Context
 
 log = logging.getLogger(__name__)
@@ -37,7 +36,7 @@ def run(ctx: Context, celery: Celery, submission_id: str) -> str:
         return "skipped"
     report = _report(ctx, taken)
     if report is None:
-        _release(ctx, taken)
+        release(ctx.db, submission_id, taken.attempt)
         return "released"
     if not store(ctx.db, submission_id, taken.attempt, report):
         return "superseded"
@@ -79,19 +78,6 @@ def _beat(ctx: Context, taken: Claim, stop: threading.Event) -> None:
             log.warning("heartbeat of %s failed: %s", taken.submission_id, exc)
 
 
-def _release(ctx: Context, taken: Claim) -> None:
-    with ctx.db.session() as s:
-        s.execute(update(Submission)
-                  .where(Submission.id == taken.submission_id,
-                         Submission.attempt == taken.attempt,
-                         Submission.status == Status.RUNNING)
-                  .values(status=Status.QUEUED, enqueued=False, worker=None, heartbeat_at=None))
-        s.execute(update(Grading)
-                  .where(Grading.submission_id == taken.submission_id,
-                         Grading.attempt == taken.attempt)
-                  .values(outcome="failed"))
-
-
 def _after_store(ctx: Context, celery: Celery, submission_id: str,
                  report: VerdictReport) -> None:
     with ctx.db.session() as s:
@@ -113,8 +99,7 @@ def _after_store(ctx: Context, celery: Celery, submission_id: str,
     if callback:
         state = "pending"
         try:
-            publish(celery, WEBHOOK_TASK, [submission_id, uuid.uuid4().hex], queue=WEBHOOKS,
-                    timeout=ctx.settings.publish_timeout_seconds)
+            send_webhook(celery, submission_id, timeout=ctx.settings.publish_timeout_seconds)
         except Exception as exc:  # the sweeper sends it when the broker is back
             log.error("webhook for %s not queued: %s", submission_id, exc)
             state = "unsent"

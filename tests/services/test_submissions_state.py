@@ -12,7 +12,7 @@ from judge.verdict import Verdict
 from service.db import Database, utcnow
 from service.keys import create_key
 from service.models import Grading, Status, Submission
-from service.submissions import claim, find_strays, rejudge, store
+from service.submissions import claim, find_strays, rejudge, release, store
 
 pytestmark = pytest.mark.service
 
@@ -107,3 +107,17 @@ def test_the_sweeper_finds_lost_unpublished_and_stale_submissions(db: Database) 
     assert row(db, "running").status == "running"
     # A second sweeper at the same moment finds nothing more to take.
     assert find_strays(db, stale_after=30, requeue_after=3600).lost == []
+
+
+def test_a_released_grading_goes_back_to_the_sweeper(db: Database) -> None:
+    add(db)
+    taken = claim(db, "s1", stale_after=30)
+    assert taken is not None
+    assert release(db, "s1", taken.attempt)
+    assert not release(db, "s1", taken.attempt)  # only the holder, only once
+    back = row(db)
+    assert (back.status, back.enqueued, back.worker) == ("queued", False, None)
+    with db.session() as s:
+        assert s.scalar(select(Grading.outcome)) == "failed"
+    assert [sid for sid, _q in find_strays(db, stale_after=30,
+                                           requeue_after=3600).unpublished] == ["s1"]
