@@ -37,28 +37,11 @@ from service.wire import (
     SubmissionPage,
     SubmissionQuery,
     WaitQuery,
-    WebhookState,
+    submission_out,
 )
 
 bp = Blueprint("submissions", __name__)
 IDEMPOTENCY_HEADER = "Idempotency-Key"
-
-
-def to_wire(row: Submission, with_report: bool = True) -> SubmissionOut:
-    webhook = None
-    if row.callback_url:
-        state = row.webhook_status if row.webhook_status != "unsent" else "pending"
-        webhook = WebhookState(status=state or "pending",  # type: ignore[arg-type]
-                               attempts=row.webhook_attempts, error=row.webhook_error)
-    return SubmissionOut(
-        id=row.id, problem=row.problem, problem_version=row.problem_version,
-        student_id=row.student_id, batch_id=row.batch_id, status=row.status,  # type: ignore[arg-type]
-        verdict=row.verdict, score=row.score, max_score=row.max_score, attempt=row.attempt,
-        metadata=row.meta, callback_url=row.callback_url, webhook=webhook,
-        received_at=row.received_at, queued_at=row.queued_at, started_at=row.started_at,
-        finished_at=row.finished_at,
-        report=row.report if with_report and row.status == Status.DONE else None,  # type: ignore[arg-type]
-    )
 
 
 def checked_code(code: str) -> str:
@@ -161,7 +144,7 @@ def _answer(row: Submission, replayed: bool = False) -> tuple[Any, int, dict[str
     if replayed:
         headers["Idempotent-Replayed"] = "true"
     status = 200 if row.status == Status.DONE else 202
-    return to_wire(row).model_dump(mode="json"), status, headers
+    return submission_out(row).model_dump(mode="json"), status, headers
 
 
 @bp.post("/v1/submissions")
@@ -215,7 +198,7 @@ def create_submission() -> Any:
 @require(Role.CLIENT)
 def get_submission(submission_id: str) -> Any:
     wait = parse_query(WaitQuery).wait
-    return to_wire(wait_done(load(submission_id), wait)).model_dump(mode="json")
+    return submission_out(wait_done(load(submission_id), wait)).model_dump(mode="json")
 
 
 def _cursor(row: Submission) -> str:
@@ -254,7 +237,7 @@ def list_submissions() -> Any:
         rows = list(s.scalars(query))
     page = rows[:q.limit]
     return SubmissionPage(
-        items=[to_wire(r, with_report=False) for r in page],
+        items=[submission_out(r, with_report=False) for r in page],
         next_cursor=_cursor(page[-1]) if len(rows) > q.limit else None,
     ).model_dump(mode="json")
 
@@ -266,4 +249,4 @@ def list_submissions() -> Any:
 def rejudge_submission(submission_id: str) -> Any:
     row = load(submission_id)
     requeue((Submission.id == row.id) & (Submission.tenant_id == g.tenant_id), INTERACTIVE)
-    return to_wire(load(row.id)).model_dump(mode="json"), 202
+    return submission_out(load(row.id)).model_dump(mode="json"), 202

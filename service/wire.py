@@ -10,6 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from judge.report import VerdictReport
+from service.models import Submission
 
 STUDENT_ID = r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}$"
 PROBLEM_ID = r"^[a-z0-9][a-z0-9-]*/[a-z0-9][a-z0-9-]*$"
@@ -206,3 +207,21 @@ class WebhookEvent(_Out):
     delivery_id: str
     tenant: str
     submission: SubmissionOut
+
+
+def submission_out(row: Submission, with_report: bool = True) -> SubmissionOut:
+    """A stored submission as the API and the webhooks show it."""
+    webhook = None
+    if row.callback_url:
+        state = row.webhook_status if row.webhook_status != "unsent" else "pending"
+        webhook = WebhookState(status=state or "pending",  # type: ignore[arg-type]
+                               attempts=row.webhook_attempts, error=row.webhook_error)
+    return SubmissionOut(
+        id=row.id, problem=row.problem, problem_version=row.problem_version,
+        student_id=row.student_id, batch_id=row.batch_id, status=row.status,  # type: ignore[arg-type]
+        verdict=row.verdict, score=row.score, max_score=row.max_score, attempt=row.attempt,
+        metadata=row.meta, callback_url=row.callback_url, webhook=webhook,
+        received_at=row.received_at, queued_at=row.queued_at, started_at=row.started_at,
+        finished_at=row.finished_at,
+        report=row.report if with_report and row.status == "done" else None,  # type: ignore[arg-type]
+    )

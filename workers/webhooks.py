@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from sqlalchemy import update
 
-from judge.report import VerdictReport
 from service.models import Status, Submission, Tenant
 from service.webhooks import (
     DELIVERY_HEADER,
@@ -16,7 +15,7 @@ from service.webhooks import (
     deliver,
     sign,
 )
-from service.wire import SubmissionOut, WebhookEvent, WebhookState
+from service.wire import WebhookEvent, WebhookState, submission_out
 from workers.context import Context
 
 
@@ -28,16 +27,8 @@ def event_body(ctx: Context, submission_id: str, delivery_id: str) -> tuple[str,
             return None
         tenant = s.get(Tenant, row.tenant_id)
         assert tenant is not None
-        out = SubmissionOut(
-            id=row.id, problem=row.problem, problem_version=row.problem_version,
-            student_id=row.student_id, batch_id=row.batch_id, status="done",
-            verdict=row.verdict, score=row.score, max_score=row.max_score, attempt=row.attempt,
-            metadata=row.meta, callback_url=row.callback_url,
-            webhook=WebhookState(status="pending", attempts=row.webhook_attempts + 1),
-            received_at=row.received_at, queued_at=row.queued_at, started_at=row.started_at,
-            finished_at=row.finished_at,
-            report=VerdictReport.model_validate(row.report) if row.report else None,
-        )
+        out = submission_out(row).model_copy(update={"webhook": WebhookState(
+            status="pending", attempts=row.webhook_attempts + 1)})
         event = WebhookEvent(delivery_id=delivery_id, tenant=tenant.name, submission=out)
         return row.callback_url, event.model_dump_json().encode(), tenant.webhook_secret
 
