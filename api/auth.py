@@ -39,6 +39,7 @@ def require(role: Role) -> Callable[[F], F]:
                                f"or above; yours is {g.role.value}")
             return view(*args, **kwargs)
 
+        wrapper.required_role = role  # type: ignore[attr-defined]  # read by api.spec
         return wrapper  # type: ignore[return-value]
 
     return decorate

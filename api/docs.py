@@ -23,14 +23,14 @@ def document() -> dict[str, Any]:
 
 
 @bp.get("/v1/openapi.json")
-@operation("This API's OpenAPI 3.1 document", tag="docs", auth=None,
+@operation("This API's OpenAPI 3.1 document", tag="docs",
            responses={200: ("OpenAPI document", {"type": "object"}, "application/json")})
 def openapi_json() -> Any:
     return document()
 
 
 @bp.get("/v1/docs")
-@operation("Browsable API reference", tag="docs", auth=None,
+@operation("Browsable API reference", tag="docs",
            responses={200: ("HTML", {"type": "string"}, "text/html")})
 def browse() -> str:
     doc = document()

@@ -28,7 +28,7 @@ bp = Blueprint("health", __name__)
 
 
 @bp.get("/healthz")
-@operation("Liveness: the API process answers", tag="health", auth=None,
+@operation("Liveness: the API process answers", tag="health",
            responses={200: Health})
 def healthz() -> Any:
     return Health(status="ok").model_dump(mode="json")
@@ -57,8 +57,7 @@ def readiness(svc: Services) -> dict[str, Check]:
 
 
 @bp.get("/readyz")
-@operation("Readiness: database, broker, a live worker and a ready sandbox", tag="health",
-           auth=None, responses={200: Health, 503: ("Not ready", Health, "application/json")})
+@operation("Readiness: database, broker, a live worker and a ready sandbox", tag="health", responses={200: Health, 503: ("Not ready", Health, "application/json")})
 def readyz() -> Any:
     checks = readiness(services())
     ok = all(c.ok for c in checks.values())
@@ -114,7 +113,7 @@ class ServiceCollector:
 
 
 @bp.get("/metrics")
-@operation("Prometheus metrics", tag="health", auth=None,
+@operation("Prometheus metrics", tag="health",
            responses={200: ("Prometheus text format", {"type": "string"}, "text/plain")})
 def metrics() -> Response:
     registry = CollectorRegistry(auto_describe=False)

@@ -76,7 +76,7 @@ def get_problem(problem_id: str) -> Any:
 
 @bp.post("/v1/problems/<path:problem_id>/rejudge")
 @operation("Rejudge the tenant's submissions of a problem (after its tests changed)",
-           tag="problems", query=RejudgeQuery, auth="instructor",
+           tag="problems", query=RejudgeQuery,
            responses={202: RejudgeOut})
 @require(Role.INSTRUCTOR)
 def rejudge_problem(problem_id: str) -> Any:

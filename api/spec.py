@@ -32,16 +32,17 @@ class Operation:
     body: type[BaseModel] | None = None
     body_alternatives: dict[str, dict[str, Any]] = field(default_factory=dict)
     query: type[BaseModel] | None = None
-    auth: str | None = "client"
+    role: str | None = None  # what require() asks for; None: no key needed
     description: str = ""
 
 
 def operation(summary: str, *, tag: str, responses: dict[int, Any],
               body: type[BaseModel] | None = None, query: type[BaseModel] | None = None,
-              auth: str | None = "client", description: str = "",
+              description: str = "",
               body_alternatives: dict[str, dict[str, Any]] | None = None) -> Callable[[F], F]:
-    """Declare a view's operation. ``responses`` maps a status to a wire model or to
-    ``(description, schema-or-model, media type)``."""
+    """Declare a view's operation (outside :func:`api.auth.require`, whose role it
+    reads). ``responses`` maps a status to a wire model or to ``(description,
+    schema-or-model, media type)``."""
     parsed: dict[int, tuple[str, Media, str]] = {}
     for status, spec in responses.items():
         if isinstance(spec, tuple):
@@ -51,7 +52,8 @@ def operation(summary: str, *, tag: str, responses: dict[int, Any],
 
     def decorate(view: F) -> F:
         view.__openapi__ = Operation(  # type: ignore[attr-defined]
-            summary, tag, parsed, body, body_alternatives or {}, query, auth, description)
+            summary, tag, parsed, body, body_alternatives or {}, query,
+            getattr(view, "required_role", None), description)
         return view
 
     return decorate
@@ -141,7 +143,7 @@ def openapi(app: Flask, *, title: str, version: str) -> dict[str, Any]:
             "content": {PROBLEM_JSON: {"schema": refs[(ProblemDetails, "serialization")]}},
         }
         doc["responses"] = responses
-        if op.auth:
+        if op.role:
             doc["security"] = [{"bearer": []}]
         paths.setdefault(path, {})[method] = doc
     return {

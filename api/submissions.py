@@ -243,7 +243,7 @@ def list_submissions() -> Any:
 
 
 @bp.post("/v1/submissions/<submission_id>/rejudge")
-@operation("Grade a submission again", tag="submissions", auth="instructor",
+@operation("Grade a submission again", tag="submissions",
            responses={202: SubmissionOut})
 @require(Role.INSTRUCTOR)
 def rejudge_submission(submission_id: str) -> Any:
