@@ -13,7 +13,7 @@ from sqlalchemy import select
 from api.app import services
 from api.auth import require
 from api.errors import ApiError
-from api.spec import operation
+from api.spec import operation, parse_json
 from api.submissions import checked_callback, checked_code
 from judge.errors import SubmissionRejected
 from judge.report import VerdictReport
@@ -65,8 +65,6 @@ def _from_form() -> BatchCreate:
 def _parse() -> BatchCreate:
     if request.mimetype == "multipart/form-data":
         return _from_form()
-    from api.spec import parse_json
-
     return parse_json(BatchCreate)
 
 

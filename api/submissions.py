@@ -45,18 +45,13 @@ IDEMPOTENCY_HEADER = "Idempotency-Key"
 
 
 def checked_code(code: str) -> str:
-    """The size cap (413) and the core's own checks (empty, NUL bytes: 422)."""
+    """The size cap (413), then the core's own checks (UTF-8, empty, NUL bytes: 422)."""
     data = code.encode("utf-8", "surrogatepass")
     limit = services().judge.max_code_bytes
     if len(data) > limit:
         raise ApiError(413, "Content too large",
                        f"the code is {len(data)} bytes; the limit is {limit} bytes")
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ApiError(422, "Unprocessable submission", "the code is not valid UTF-8 "
-                       "(lone surrogates)") from None
-    return decode_code(data, services().judge)
+    return decode_code(data, services().judge)  # lone surrogates fail its UTF-8 check
 
 
 def checked_callback(url: str | None) -> str | None:
