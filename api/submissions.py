@@ -51,7 +51,7 @@ def checked_code(code: str) -> str:
     if len(data) > limit:
         raise ApiError(413, "Content too large",
                        f"the code is {len(data)} bytes; the limit is {limit} bytes")
-    return decode_code(data, services().judge)  # lone surrogates fail its UTF-8 check
+    return decode_code(data, services().judge)
 
 
 def checked_callback(url: str | None) -> str | None:
