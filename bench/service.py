@@ -18,7 +18,6 @@ import argparse
 import os
 import platform
 import shutil
-import signal
 import socket
 import statistics
 import subprocess
@@ -36,7 +35,7 @@ from rich.table import Table
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from servers import RedisServer, Worker, free_port, service_env, wait_for  # noqa: E402
+from servers import Gunicorn, RedisServer, Worker, service_env, wait_for  # noqa: E402
 
 from judge.catalog import Catalog  # noqa: E402
 from judge.grading import grade  # noqa: E402
@@ -64,11 +63,10 @@ class Stack:
         self.folder, self.pool_size, self.concurrency = folder, pool_size, concurrency
         self.redis = RedisServer(folder / "redis")
         self.worker: Worker | None = None
-        self.api: subprocess.Popen[bytes] | None = None
+        self.api: Gunicorn | None = None
         self.owners: set[str] = set()  # grading processes seen: owners of our containers
         self.http = requests.Session()
-        self.address = f"127.0.0.1:{free_port()}"
-        self.base = f"http://{self.address}"
+        self.base = ""
 
     def start(self) -> None:
         self.redis.start()
@@ -84,20 +82,9 @@ class Stack:
             "rate_limit": "", "submit_rate_limit": "", "heartbeat_seconds": HEARTBEAT})
         self.worker = Worker(env, self.folder / "worker.log", "-Q", "interactive,batch",
                              "--concurrency", str(self.concurrency))
-        self.api = subprocess.Popen(
-            [str(Path(sys.executable).parent / "gunicorn"), "--bind", self.address,
-             "--worker-class", "gthread", "--workers", "2", "--threads", "16",
-             "api:create_app()"],
-            env=env, cwd=ROOT, stdout=(self.folder / "api.log").open("ab"),
-            stderr=subprocess.STDOUT, start_new_session=True)
-        wait_for(self._healthy, 60, "gunicorn /healthz", every=0.2)
+        self.api = Gunicorn(env, self.folder / "api.log")
+        self.base = self.api.base
         wait_for(self.pool_full, 180, "a full warm pool", every=0.2)
-
-    def _healthy(self) -> bool:
-        try:
-            return self.http.get(f"{self.base}/healthz", timeout=2).ok
-        except requests.RequestException:
-            return False
 
     def pool_full(self) -> bool:
         states = metrics.workers(self.redis.client())
@@ -140,13 +127,8 @@ class Stack:
         return elapsed
 
     def stop(self) -> None:
-        if self.api is not None and self.api.poll() is None:
-            os.killpg(self.api.pid, signal.SIGTERM)
-            try:
-                self.api.wait(20)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.api.pid, signal.SIGKILL)
-                self.api.wait(10)
+        if self.api is not None:
+            self.api.stop()
         if self.worker is not None:
             self.worker.stop()  # its grading processes close their pools
         self.redis.stop()

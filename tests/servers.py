@@ -183,3 +183,37 @@ class Worker:
             self.kill9()
         except ProcessLookupError:
             pass
+
+
+class Gunicorn:
+    """The API served as ``make up`` and compose serve it: gunicorn, gthread, 2 x 16
+    threads, on a free port; returns once ``/healthz`` answers."""
+
+    def __init__(self, env: dict[str, str], log: Path) -> None:
+        import requests
+
+        self.base = f"http://127.0.0.1:{free_port()}"
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "--bind", self.base.removeprefix("http://"),
+             "--worker-class", "gthread", "--workers", "2", "--threads", "16",
+             "api:create_app()"],
+            env=env, cwd=REPO_ROOT, stdout=log.open("ab"), stderr=subprocess.STDOUT,
+            start_new_session=True)
+
+        def healthy() -> bool:
+            try:
+                return requests.get(f"{self.base}/healthz", timeout=2).ok
+            except requests.RequestException:
+                return False
+
+        wait_for(healthy, 60, "gunicorn /healthz", every=0.2)
+
+    def stop(self) -> None:
+        if self.proc.poll() is not None:
+            return
+        os.killpg(self.proc.pid, signal.SIGTERM)
+        try:
+            self.proc.wait(20)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10)

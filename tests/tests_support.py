@@ -5,3 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 FIXTURE_PROBLEMS = Path(__file__).parent / "fixtures" / "problemsets"
+
+# Solutions of the fixture problem demo/layout, for the service tests.
+LAYOUT_GOOD = (
+    "def layout(num_devices, kernel_in, kernel_out):\n"
+    "    return [kernel_in, kernel_out // num_devices]\n"
+)
+LAYOUT_WRONG = "def layout(num_devices, kernel_in, kernel_out):\n    return [kernel_in, kernel_out]\n"

@@ -18,9 +18,10 @@ from judge.report import VerdictReport
 from judge.verdict import Verdict
 from service.models import Batch, Submission
 from service.submissions import claim, store
+from tests_support import LAYOUT_GOOD
 
 pytestmark = pytest.mark.service
-GOOD = b"def layout(num_devices, kernel_in, kernel_out):\n    return [kernel_in, kernel_out // num_devices]\n"
+GOOD = LAYOUT_GOOD.encode()
 
 
 def archive(files: dict[str, bytes], symlink: str | None = None) -> io.BytesIO:

@@ -12,9 +12,9 @@ from service_fixtures import auth, make_settings
 
 from judge.settings import Settings
 from service.migrate import upgrade
+from tests_support import LAYOUT_GOOD as GOOD
 
 pytestmark = pytest.mark.service
-GOOD = "def layout(num_devices, kernel_in, kernel_out):\n    return [kernel_in, kernel_out // num_devices]\n"
 
 
 @pytest.fixture

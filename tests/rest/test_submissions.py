@@ -12,9 +12,9 @@ from service_fixtures import auth
 from sqlalchemy import func, select
 
 from service.models import Submission
+from tests_support import LAYOUT_GOOD as GOOD
 
 pytestmark = pytest.mark.service
-GOOD = "def layout(num_devices, kernel_in, kernel_out):\n    return [kernel_in, kernel_out // num_devices]\n"
 
 
 def count(app: Flask) -> int:

@@ -3,48 +3,31 @@ no request gets a 5xx, and every submission ends done with the right verdict."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 import requests
-from servers import Worker, free_port, service_env, wait_for
+from servers import Gunicorn, Worker, service_env, wait_for
 
-from judge.settings import REPO_ROOT, Settings
+from judge.settings import Settings
 from service.db import Database
 from service.keys import create_key
 from service.settings import ServiceSettings
+from tests_support import LAYOUT_GOOD as GOOD
+from tests_support import LAYOUT_WRONG as WRONG
 
 pytestmark = [pytest.mark.service, pytest.mark.slow]
-GOOD = "def layout(num_devices, kernel_in, kernel_out):\n    return [kernel_in, kernel_out // num_devices]\n"
-WRONG = "def layout(num_devices, kernel_in, kernel_out):\n    return [kernel_in, kernel_out]\n"
 
 
 @pytest.fixture
 def server(service_settings: ServiceSettings, judge_settings: Settings,
            tmp_path: Path) -> Iterator[str]:
-    port = free_port()
     env = service_env({**service_settings.model_dump(), **judge_settings.model_dump()})
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}", "--worker-class",
-         "gthread", "--workers", "2", "--threads", "16", "api:create_app()"],
-        env=env, cwd=REPO_ROOT, stdout=(tmp_path / "gunicorn.log").open("wb"),
-        stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-
-    def up() -> bool:
-        try:
-            return requests.get(f"{base}/healthz", timeout=1).ok
-        except requests.RequestException:
-            return False
-
-    wait_for(up, 30, "gunicorn")
-    yield base
-    proc.terminate()
-    proc.wait(20)
+    api = Gunicorn(env, tmp_path / "gunicorn.log")
+    yield api.base
+    api.stop()
 
 
 def test_200_concurrent_submissions(server: str, service_settings: ServiceSettings,

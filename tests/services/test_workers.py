@@ -20,10 +20,10 @@ from sqlalchemy import select
 from service.models import Grading, Submission, Tenant
 from service.settings import ServiceSettings
 from service.webhooks import verify
+from tests_support import LAYOUT_GOOD as GOOD
+from tests_support import LAYOUT_WRONG as WRONG
 
 pytestmark = [pytest.mark.service, pytest.mark.slow]
-GOOD = "def layout(num_devices, kernel_in, kernel_out):\n    return [kernel_in, kernel_out // num_devices]\n"
-WRONG = "def layout(num_devices, kernel_in, kernel_out):\n    return [kernel_in, kernel_out]\n"
 SLOW = "import time\n" + GOOD.replace("    return", "    time.sleep(0.8)\n    return")
 
 
