@@ -22,10 +22,6 @@ def upgrade(url: str, revision: str = "head") -> None:
     command.upgrade(alembic_config(url), revision)
 
 
-def downgrade(url: str, revision: str) -> None:
-    command.downgrade(alembic_config(url), revision)
-
-
 def current(url: str) -> str | None:
     from alembic.runtime.migration import MigrationContext
 

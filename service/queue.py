@@ -42,6 +42,7 @@ def make_celery(settings: ServiceSettings) -> Celery:
         task_acks_late=True,
         task_reject_on_worker_lost=True,
         worker_prefetch_multiplier=1,
+        worker_concurrency=settings.worker_concurrency,  # unless --concurrency says otherwise
         task_soft_time_limit=settings.soft_time_limit_seconds,
         task_time_limit=settings.time_limit_seconds,
         task_queues=[Queue(INTERACTIVE), Queue(BATCH), Queue(WEBHOOKS)],
