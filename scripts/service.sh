@@ -50,7 +50,7 @@ up() {
     stop_pid api; stop_pid worker; stop_pid webhooks
     start_bg api "$BIN/gunicorn" --bind "127.0.0.1:$PORT" --worker-class gthread --workers 2 \
         --threads 16 --timeout 120 'api:create_app()'
-    start_bg worker "$BIN/celery" -A workers.app worker -Q interactive,batch --concurrency 1 \
+    start_bg worker "$BIN/celery" -A workers.app worker -Q interactive,batch \
         -n "grader@%h" --loglevel INFO
     start_bg webhooks "$BIN/celery" -A workers.app worker -Q webhooks --pool threads \
         --concurrency 8 --without-sweeper -n "webhooks@%h" --loglevel INFO
