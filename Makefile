@@ -35,7 +35,7 @@ lint: install
 	$(BIN)/lint-imports
 	$(BIN)/mypy
 
-test: lint
+test: lint services
 	$(BIN)/jaxjudge verify
 	$(BIN)/pytest
 
