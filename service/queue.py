@@ -17,8 +17,10 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+import redis
 from celery import Celery
 from kombu import Queue
+from kombu.transport import redis as kombu_redis
 
 from service.settings import ServiceSettings
 
@@ -31,9 +33,34 @@ GRADE_TASK = "jaxjudge.grade"
 WEBHOOK_TASK = "jaxjudge.deliver_webhook"
 
 
+class _Channel(kombu_redis.Channel):
+    """kombu's Redis channel, mended for one crash (celery 5.7.0 / kombu 5.7.0).
+
+    When the broker goes away, the worker first *collects* its connection (which drops
+    the transport's client) and then closes it. If the consumer channel still holds an
+    unacknowledged message at that point (a task waiting for its countdown, such as a
+    webhook retry), closing it tries to put the message back, builds connection
+    parameters from the dropped client, and raises ``AttributeError``, which Celery
+    treats as unrecoverable: the worker exits for good. Raising a connection error
+    instead is what the close expects; the message stays in Redis's unacked set and
+    kombu redelivers it after the visibility timeout.
+    """
+
+    def _connparams(self, asynchronous: bool = False) -> dict[str, Any]:
+        if self.connection.client is None:
+            raise redis.exceptions.ConnectionError("the broker connection was closed")
+        params: dict[str, Any] = super()._connparams(asynchronous)
+        return params
+
+
+class Transport(kombu_redis.Transport):
+    Channel = _Channel
+
+
 def make_celery(settings: ServiceSettings) -> Celery:
     app = Celery("jaxjudge", broker=settings.redis_url, set_as_current=False)
     app.conf.update(
+        broker_transport=Transport,
         task_serializer="json",
         accept_content=["json"],
         task_ignore_result=True,

@@ -24,6 +24,7 @@ from tests_support import LAYOUT_GOOD as GOOD
 from tests_support import LAYOUT_WRONG as WRONG
 
 pytestmark = [pytest.mark.service, pytest.mark.slow]
+BROKER_DOWN_SECONDS = 12  # several of the worker's reconnection attempts
 SLOW = "import time\n" + GOOD.replace("    return", "    time.sleep(0.8)\n    return")
 
 
@@ -178,3 +179,65 @@ def test_the_report_is_posted_signed_and_retried(
     assert event["event"] == "submission.done" and event["tenant"] == "course-a"
     assert event["submission"]["report"]["verdict"] == "accepted"
     assert event["submission"]["metadata"] == {"lti": "abc"}
+
+
+class Hooks(BaseHTTPRequestHandler):
+    """A webhook receiver on 127.0.0.1: ``/fail`` always answers 500, anything else 200."""
+
+    paths: list[str] = []
+
+    def do_POST(self) -> None:  # noqa: N802
+        self.rfile.read(int(self.headers["Content-Length"]))
+        Hooks.paths.append(self.path)
+        self.send_response(500 if self.path == "/fail" else 200)
+        self.end_headers()
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_connected_workers_ride_out_a_redis_restart(
+        service_settings: ServiceSettings, keys: dict[str, str], app: Flask,
+        redis_server: RedisServer, start_worker: Callable[..., Worker]) -> None:
+    """Redis killed and restarted under a grading worker that is grading one submission
+    with more queued, and under a webhook worker holding a retry for its countdown (the
+    case that made kombu 5.7 exit for good): both processes survive and reconnect,
+    everything is graded, the held retry stays in Redis for redelivery, and work
+    published after the restart is graded and delivered."""
+    Hooks.paths = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Hooks)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    overrides: dict[str, Any] = {"webhook_allow": ["127.0.0.1"], "webhook_backoff_seconds": 300}
+    app.extensions["jaxjudge"].settings = service_settings.model_copy(update=overrides)
+    client = app.test_client()
+    try:
+        grader = start_worker("-Q", "interactive,batch", "--concurrency", "1", **overrides)
+        webhooks = start_worker("-Q", "webhooks", "--pool", "threads", "--without-sweeper",
+                                **overrides)
+        held = submit(client, keys["client"], callback_url=f"{base}/fail")
+        wait_for(lambda: Hooks.paths == ["/fail"], 60, "the first delivery to fail")
+        running = submit(client, keys["client"], SLOW)
+        queued = [submit(client, keys["client"], GOOD if i % 2 else WRONG) for i in range(2)]
+        wait_for(lambda: client.get(f"/v1/submissions/{running}", headers=auth(keys["client"]))
+                 .get_json()["status"] == "running", 60, "grading to start")
+        redis_server.stop(kill=True)
+        time.sleep(BROKER_DOWN_SECONDS)
+        redis_server.start()
+        assert done(client, keys["client"], running)["verdict"] == "accepted"
+        assert [done(client, keys["client"], sid)["verdict"] for sid in queued] == [
+            "wrong_answer", "accepted"]
+        later = submit(client, keys["client"], callback_url=f"{base}/ok")  # after the restart
+        assert done(client, keys["client"], later)["verdict"] == "accepted"
+        wait_for(lambda: "/ok" in Hooks.paths, 60, "the later webhook delivered")
+        for worker in (grader, webhooks):
+            assert worker.proc.poll() is None, worker.log.read_text()[-3000:]
+        assert gradings(app, later) == {1: "stored"}
+        # The retry the webhook worker held is kept in Redis's unacknowledged set, where
+        # kombu redelivers it once the visibility timeout has passed.
+        unacked = redis_server.client().hvals("unacked")
+        assert any(held.encode() in raw for raw in unacked), unacked
+        assert client.get(f"/v1/submissions/{held}", headers=auth(keys["client"])).get_json()[
+            "webhook"]["attempts"] == 1
+    finally:
+        server.shutdown()
