@@ -46,7 +46,7 @@ verify: install
 	$(BIN)/jaxjudge verify
 
 bench: install
-	$(BIN)/python bench/grade_seeds.py
+	$(BIN)/python bench/grade_problems.py
 	$(BIN)/python bench/sandbox.py
 	$(BIN)/python bench/service.py
 
