@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import binascii
 import math
+from collections.abc import Collection
 from typing import Annotated, Any, Literal
 
 import numpy as np
@@ -217,13 +218,20 @@ def to_numeric(value: Any) -> np.ndarray:
     raise NotNumeric(f"{name}, not a number or an array")
 
 
-def normalize_spec(spec: list[Any] | None) -> tuple[Any, ...]:
+def normalize_spec(spec: list[Any] | None, trivial_axes: Collection[str] = ()) -> tuple[Any, ...]:
     """A PartitionSpec as JAX means it: ``('data',)`` is ``'data'``, ``()`` is ``None``,
-    and trailing ``None`` entries are dropped (``P('data', None) == P('data')``)."""
+    and trailing ``None`` entries are dropped (``P('data', None) == P('data')``).
+
+    ``trivial_axes`` are mesh axes of size 1: splitting over one changes nothing, so they
+    are dropped too (on a ``data=8, model=1`` mesh ``P('data', 'model')`` is ``P('data')``,
+    which is how JAX itself reports some such layouts)."""
     out: list[Any] = []
     for entry in spec or []:
         if isinstance(entry, list):
+            entry = [e for e in entry if e not in trivial_axes]
             entry = None if not entry else entry[0] if len(entry) == 1 else tuple(entry)
+        elif entry in trivial_axes:
+            entry = None
         out.append(entry)
     while out and out[-1] is None:
         out.pop()

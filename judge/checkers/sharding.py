@@ -7,7 +7,7 @@ and NamedShardings anywhere in a list, dict or pytree):
 - The received value must be a ``jax.Array`` (a NumPy array has no sharding). Its mesh
   must have the same axis names, in order, with the same sizes; its PartitionSpec must
   equal the expected one once both are normalised (trailing ``None`` dropped,
-  ``('data',)`` read as ``'data'``).
+  ``('data',)`` read as ``'data'``, mesh axes of size 1 dropped since they split nothing).
 - Every device must hold a shard of the expected shape (``shard_shapes``, on by
   default), and with ``check_placement`` the same slice of the array as expected.
 - PartitionSpecs and NamedShardings on their own are compared normalised, as above.

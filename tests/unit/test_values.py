@@ -290,6 +290,14 @@ def test_normalize_spec(spec: Any, normal: tuple[Any, ...]) -> None:
     assert normalize_spec(spec) == normal
 
 
+def test_normalize_spec_drops_trivial_axes() -> None:
+    assert normalize_spec(["data", "model"], {"model"}) == ("data",)
+    assert normalize_spec([["data", "model"], None], {"model"}) == ("data",)
+    assert normalize_spec([["model"], "data"], {"model"}) == (None, "data")
+    assert normalize_spec(["model", "data"], {"data"}) == ("model",)
+    assert normalize_spec(["data", "model"], set()) == ("data", "model")
+
+
 AXES = ("data", "model")
 
 

@@ -95,6 +95,21 @@ def test_same_spec_on_an_equal_but_distinct_mesh_passes(mesh) -> None:
     passes(put(mesh, P("data", "model")), put(twin, P("data", "model")), check_placement=True)
 
 
+def test_a_size_one_mesh_axis_may_be_named_or_left_out(other_meshes) -> None:
+    """On data=8, model=1 JAX reports P('data') for what out_shardings calls
+    P('data', 'model'): the same layout, so the same answer."""
+    tall = Mesh(np.array(jax.devices()).reshape(8, 1), ("data", "model"))
+    passes(put(tall, P("data", "model")), put(tall, P("data")), check_placement=True)
+    passes(put(tall, P(("data", "model"), None)), put(tall, P("data")))
+    passes(put(tall, P()), put(tall, P(None, "model")))
+    passes(NamedSharding(tall, P(None, "model")), NamedSharding(tall, P()))
+    fails(put(tall, P("data", "model")), put(tall, P("model", "data")))
+    fails(put(tall, P("data")), put(tall, P(None, "data")))
+    # a size-1 axis of the *received* mesh means nothing when the meshes differ
+    result = fails(put(other_meshes["4x2"], P("data")), put(tall, P("data")), "data=4")
+    assert "mesh" in result.reason
+
+
 # -- failing -----------------------------------------------------------------------------
 
 
