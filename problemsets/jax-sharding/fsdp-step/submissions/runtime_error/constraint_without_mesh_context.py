@@ -1,0 +1,61 @@
+# Runtime error: the step pins the layout with jax.lax.with_sharding_constraint and bare
+# PartitionSpecs, but is called outside `with jax.set_mesh(mesh):`. Without a mesh context a
+# PartitionSpec names axes of no mesh, and JAX raises.
+import jax
+import jax.numpy as jnp
+import optax
+from flax import nnx
+from jax.sharding import AxisType, NamedSharding
+from jax.sharding import PartitionSpec as P
+
+HIDDEN = 16
+
+
+class MLP(nnx.Module):
+    def __init__(self, in_dim, out_dim, rngs):
+        self.hidden = nnx.Linear(in_dim, HIDDEN, rngs=rngs)
+        self.out = nnx.Linear(HIDDEN, out_dim, rngs=rngs)
+
+    def __call__(self, x):
+        return self.out(jax.nn.relu(self.hidden(x)))
+
+
+def fsdp_spec(array):
+    # Kernels (2-D) split their first dimension over 'data'; everything else is replicated.
+    return P("data", None) if array.ndim == 2 else P()
+
+
+@nnx.jit
+def train_step(model, optimizer, x, y):
+    def loss_fn(model):
+        return jnp.mean((model(x) - y) ** 2)
+
+    loss, grads = nnx.value_and_grad(loss_fn)(model)
+    optimizer.update(model, grads)
+    state = nnx.state((model, optimizer))
+    nnx.update((model, optimizer),
+               jax.lax.with_sharding_constraint(state, jax.tree.map(fsdp_spec, state)))
+    return loss
+
+
+def fsdp_step(seed, x, y, learning_rate, mesh_shape):
+    names = ("data", "model")[: len(mesh_shape)]
+    mesh = jax.make_mesh(tuple(mesh_shape), names, axis_types=(AxisType.Auto,) * len(names))
+
+    model = MLP(x.shape[1], y.shape[1], rngs=nnx.Rngs(seed))
+    optimizer = nnx.Optimizer(model, optax.adam(learning_rate), wrt=nnx.Param)
+    state = nnx.state((model, optimizer))
+    shardings = jax.tree.map(lambda a: NamedSharding(mesh, fsdp_spec(a)), state)
+    nnx.update((model, optimizer), jax.device_put(state, shardings))
+
+    batch = NamedSharding(mesh, P("data", None))
+    # the mistake: no `with jax.set_mesh(mesh):` around the call
+    loss = train_step(model, optimizer, jax.device_put(x, batch), jax.device_put(y, batch))
+
+    adam = optimizer.opt_state[0]  # optax.adam = chain(scale_by_adam, scale_by_lr)
+    return {
+        "loss": loss,
+        "params": nnx.state(model, nnx.Param),
+        "mu": adam.mu,
+        "nu": adam.nu,
+    }
