@@ -33,6 +33,10 @@ VERDICT_DIRS = (
     "compile_error",
 )
 
+# libyaml's safe loader where PyYAML was built with it (8x faster than the pure-Python one,
+# which made listing 20 problems take 0.4 s), the same safe subset either way.
+SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -126,7 +130,7 @@ class Problem:
     @classmethod
     def load(cls, problem_id: str, path: Path) -> Problem:
         try:
-            raw = yaml.safe_load((path / "problem.yaml").read_text(encoding="utf-8"))
+            raw = yaml.load((path / "problem.yaml").read_text(encoding="utf-8"), Loader=SAFE_LOADER)
             spec = ProblemSpec.model_validate(raw)
         except (OSError, yaml.YAMLError) as exc:
             raise ProblemError(f"{problem_id}: cannot read problem.yaml: {exc}") from None
