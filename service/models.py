@@ -117,6 +117,8 @@ class Submission(Base):
     webhook_status: Mapped[str | None] = mapped_column(String(20), nullable=True)
     webhook_attempts: Mapped[int] = mapped_column(Integer, default=0)
     webhook_error: Mapped[str | None] = mapped_column(String(500), nullable=True)
+    webhook_delivery: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    webhook_due_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
 
 
 class Grading(Base):

@@ -14,7 +14,6 @@ worker takes from ``interactive`` whenever it has work, before ``batch``):
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 import redis
@@ -103,8 +102,9 @@ def publish(app: Celery, name: str, args: list[Any], *, queue: str, timeout: flo
     )
 
 
-def send_webhook(app: Celery, submission_id: str, *, timeout: float) -> None:
-    """Queue the delivery of a done submission's report, under a new delivery id (which
-    every retry of it keeps)."""
-    publish(app, WEBHOOK_TASK, [submission_id, uuid.uuid4().hex], queue=WEBHOOKS,
+def send_webhook(app: Celery, submission_id: str, delivery_id: str, try_no: int, *,
+                 timeout: float) -> None:
+    """Queue try ``try_no`` (from 0) of delivering a done submission's report under
+    ``delivery_id``, which every try of that delivery keeps."""
+    publish(app, WEBHOOK_TASK, [submission_id, delivery_id, try_no], queue=WEBHOOKS,
             timeout=timeout)

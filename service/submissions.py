@@ -225,6 +225,8 @@ def rejudge(s: Session, where: Any) -> list[str]:
                 webhook_status=None,
                 webhook_attempts=0,
                 webhook_error=None,
+                webhook_delivery=None,
+                webhook_due_at=None,
             ),
         )
         now = utcnow()
@@ -324,7 +326,9 @@ def sweep(db: Database, celery: Celery, settings: ServiceSettings) -> SweepPlan:
     todo = plan.unpublished + plan.stale
     if todo:
         dispatch(db, celery, todo, timeout=settings.publish_timeout_seconds)
-    resend_webhooks(db, celery, timeout=settings.publish_timeout_seconds)
+    resend_webhooks(db, celery, timeout=settings.publish_timeout_seconds,
+                    grace=settings.stale_after_seconds,
+                    resend_after=settings.requeue_after_seconds)
     if plan.lost or todo:
         log.info(
             "sweep: %d lost, %d unpublished, %d stale",
@@ -335,22 +339,75 @@ def sweep(db: Database, celery: Celery, settings: ServiceSettings) -> SweepPlan:
     return plan
 
 
-def resend_webhooks(db: Database, celery: Celery, *, timeout: float) -> int:
-    """Publish the webhook deliveries that could not be queued (the broker was away
-    when the report was stored)."""
+# -- webhook deliveries --------------------------------------------------------------
+# A delivery sends one grading's report to the callback URL under one delivery id, in up
+# to ``webhook_max_attempts`` tries. ``webhook_attempts`` counts the tries begun and is the
+# fencing token of a try: a message names the try it is for, and only the first message
+# for that try makes it. So a retry that a worker held for its countdown when the broker
+# was lost (kombu redelivers it hours later) and the sweeper's resend of it cannot both
+# deliver. ``webhook_due_at`` is when the next try is due; the sweeper resends a try that
+# is overdue.
+
+
+def start_webhook(db: Database, submission_id: str) -> str:
+    """A done submission's delivery: pending, its first try due now, a new delivery id."""
+    delivery = new_id()
     with db.session() as s:
-        ids = list(s.scalars(select(Submission.id).where(
-            Submission.status == Status.DONE, Submission.webhook_status == "unsent").limit(500)))
+        s.execute(update(Submission).where(Submission.id == submission_id).values(
+            webhook_status="pending", webhook_delivery=delivery, webhook_attempts=0,
+            webhook_error=None, webhook_due_at=utcnow()))
+    return delivery
+
+
+def claim_webhook_try(db: Database, submission_id: str, try_no: int, *, lease: float) -> bool:
+    """Begin try ``try_no``; False when it was begun already or the delivery is over (or
+    the submission was rejudged). The try is overdue after ``lease`` seconds."""
+    with db.session() as s:
+        return changed(s, update(Submission).where(
+            Submission.id == submission_id, Submission.status == Status.DONE,
+            Submission.webhook_status.in_(("pending", "unsent")),
+            Submission.webhook_attempts == try_no,
+        ).values(webhook_attempts=try_no + 1, webhook_status="pending",
+                 webhook_due_at=utcnow() + timedelta(seconds=lease))) == 1
+
+
+def finish_webhook_try(db: Database, submission_id: str, try_no: int, *, state: str,
+                       error: str, retry_in: float | None) -> None:
+    """Record how try ``try_no`` ended and when the next one is due (None: no next)."""
+    due = utcnow() + timedelta(seconds=retry_in) if retry_in is not None else None
+    with db.session() as s:
+        s.execute(update(Submission).where(Submission.id == submission_id,
+                                           Submission.webhook_attempts == try_no + 1)
+                  .values(webhook_status=state, webhook_error=error[:500] or None,
+                          webhook_due_at=due))
+
+
+def resend_webhooks(db: Database, celery: Celery, *, timeout: float, grace: float,
+                    resend_after: float) -> int:
+    """Publish the next try of every delivery overdue by more than ``grace`` seconds: its
+    first try could not be queued (the broker was away), or its retry was lost with the
+    broker, or the worker making it died. A resent try gets ``resend_after`` seconds
+    before it is resent again (a backlog is not a loss)."""
+    cutoff = utcnow() - timedelta(seconds=grace)
+    with db.session() as s:
+        rows = s.execute(select(Submission.id, Submission.webhook_delivery,
+                                Submission.webhook_attempts).where(
+            Submission.status == Status.DONE,
+            Submission.webhook_status.in_(("pending", "unsent")),
+            or_(Submission.webhook_due_at.is_(None), Submission.webhook_due_at < cutoff),
+        ).limit(500)).all()
     sent = 0
-    for sid in ids:
+    for sid, delivery, tries in rows:
+        delivery = delivery or new_id()
         try:
-            send_webhook(celery, sid, timeout=timeout)
+            send_webhook(celery, sid, delivery, tries, timeout=timeout)
         except Exception as exc:
             log.warning("webhooks still unsent: %s", exc)
             break
         with db.session() as s:
             changed(s, update(Submission).where(Submission.id == sid,
-                                                Submission.webhook_status == "unsent")
-                    .values(webhook_status="pending"))
+                                                Submission.webhook_attempts == tries)
+                    .values(webhook_status="pending", webhook_delivery=delivery,
+                            webhook_due_at=utcnow() + timedelta(seconds=resend_after)))
         sent += 1
     return sent

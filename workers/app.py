@@ -53,10 +53,13 @@ def grade(self: Task, submission_id: str) -> str:
 
 
 @app.task(name=WEBHOOK_TASK, bind=True, max_retries=None)
-def deliver_webhook(self: Task, submission_id: str, delivery_id: str) -> None:
-    delay = webhooks.attempt(context(), submission_id, delivery_id, self.request.retries)
+def deliver_webhook(self: Task, submission_id: str, delivery_id: str,
+                    try_no: int | None = None) -> None:
+    if try_no is None:  # a message from before tries were numbered
+        try_no = self.request.retries
+    delay = webhooks.attempt(context(), submission_id, delivery_id, try_no)
     if delay is not None:
-        raise self.retry(countdown=delay)
+        raise self.retry(args=[submission_id, delivery_id, try_no + 1], countdown=delay)
 
 
 class Sweeper(bootsteps.StartStopStep):

@@ -14,7 +14,6 @@ import threading
 from celery import Celery
 from celery.exceptions import SoftTimeLimitExceeded
 from redis.exceptions import RedisError
-from sqlalchemy import update
 
 from judge.errors import JudgeError, ProblemNotFound
 from judge.grading import grade, internal_error
@@ -23,7 +22,7 @@ from judge.verdict import Verdict
 from service import metrics
 from service.models import Submission
 from service.queue import send_webhook
-from service.submissions import Claim, claim, heartbeat, release, store
+from service.submissions import Claim, claim, heartbeat, release, start_webhook, store
 from workers.context import Context
 
 log = logging.getLogger(__name__)
@@ -97,12 +96,9 @@ def _after_store(ctx: Context, celery: Celery, submission_id: str,
     except RedisError as exc:
         log.warning("metrics for %s not recorded: %s", submission_id, exc)
     if callback:
-        state = "pending"
+        delivery = start_webhook(ctx.db, submission_id)
         try:
-            send_webhook(celery, submission_id, timeout=ctx.settings.publish_timeout_seconds)
-        except Exception as exc:  # the sweeper sends it when the broker is back
+            send_webhook(celery, submission_id, delivery, 0,
+                         timeout=ctx.settings.publish_timeout_seconds)
+        except Exception as exc:  # overdue: the sweeper sends it when the broker is back
             log.error("webhook for %s not queued: %s", submission_id, exc)
-            state = "unsent"
-        with ctx.db.session() as s:
-            s.execute(update(Submission).where(Submission.id == submission_id)
-                      .values(webhook_status=state))

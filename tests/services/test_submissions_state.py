@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import base64
+import json
 from datetime import timedelta
+from typing import Any
 
 import pytest
+from servers import RedisServer
+from service_fixtures import make_settings
 from sqlalchemy import select, update
 
 from judge.report import VerdictReport
@@ -12,7 +17,18 @@ from judge.verdict import Verdict
 from service.db import Database, utcnow
 from service.keys import create_key
 from service.models import Grading, Status, Submission
-from service.submissions import claim, find_strays, rejudge, release, store
+from service.queue import make_celery
+from service.submissions import (
+    claim,
+    claim_webhook_try,
+    find_strays,
+    finish_webhook_try,
+    rejudge,
+    release,
+    resend_webhooks,
+    start_webhook,
+    store,
+)
 
 pytestmark = pytest.mark.service
 
@@ -121,3 +137,66 @@ def test_a_released_grading_goes_back_to_the_sweeper(db: Database) -> None:
         assert s.scalar(select(Grading.outcome)) == "failed"
     assert [sid for sid, _q in find_strays(db, stale_after=30,
                                            requeue_after=3600).unpublished] == ["s1"]
+
+
+def done_with_callback(db: Database, sid: str) -> str:
+    add(db, sid)
+    taken = claim(db, sid, stale_after=30)
+    assert taken is not None and store(db, sid, taken.attempt, report())
+    with db.session() as s:
+        s.execute(update(Submission).where(Submission.id == sid)
+                  .values(callback_url="https://lms.example/hook"))
+    return start_webhook(db, sid)
+
+
+def test_each_webhook_try_is_made_once_however_many_messages_ask(db: Database) -> None:
+    delivery = done_with_callback(db, "s1")
+    assert len(delivery) == 32 and row(db).webhook_status == "pending"
+    assert claim_webhook_try(db, "s1", 0, lease=25)
+    assert not claim_webhook_try(db, "s1", 0, lease=25)  # a duplicate of try 0
+    assert not claim_webhook_try(db, "s1", 2, lease=25)  # not the next try
+    finish_webhook_try(db, "s1", 0, state="pending", error="HTTP 500", retry_in=60)
+    got = row(db)
+    assert (got.webhook_attempts, got.webhook_error) == (1, "HTTP 500")
+    assert got.webhook_due_at is not None and got.webhook_due_at > utcnow() + timedelta(seconds=50)
+    assert claim_webhook_try(db, "s1", 1, lease=25)
+    finish_webhook_try(db, "s1", 1, state="delivered", error="", retry_in=None)
+    assert (row(db).webhook_status, row(db).webhook_due_at) == ("delivered", None)
+    assert not claim_webhook_try(db, "s1", 2, lease=25)  # over
+    # a rejudge ends the delivery of the old report: its held retries cannot fire
+    with db.session() as s:
+        rejudge(s, Submission.id == "s1")
+    assert not claim_webhook_try(db, "s1", 0, lease=25)
+
+
+def published(redis_server: RedisServer, queue: str) -> list[tuple[str, list[Any]]]:
+    """(task name, args) of every message waiting in a Redis queue, oldest first."""
+    out = []
+    for raw in reversed(redis_server.client().lrange(queue, 0, -1)):
+        message = json.loads(raw)
+        args = json.loads(base64.b64decode(message["body"]))[0]
+        out.append((message["headers"]["task"], args))
+    return out
+
+
+def test_the_sweeper_resends_overdue_webhook_tries_under_the_same_delivery_id(
+        db: Database, redis_server: RedisServer, any_database_url: str) -> None:
+    delivery = done_with_callback(db, "held")  # a retry held when the broker went away
+    assert claim_webhook_try(db, "held", 0, lease=25)
+    finish_webhook_try(db, "held", 0, state="pending", error="HTTP 503", retry_in=5)
+    done_with_callback(db, "later")  # its retry is not due yet
+    assert claim_webhook_try(db, "later", 0, lease=25)
+    finish_webhook_try(db, "later", 0, state="pending", error="HTTP 503", retry_in=600)
+    done_with_callback(db, "busy")  # a try in flight, within its lease
+    assert claim_webhook_try(db, "busy", 0, lease=25)
+    with db.session() as s:
+        s.execute(update(Submission).where(Submission.id == "held")
+                  .values(webhook_due_at=utcnow() - timedelta(seconds=40)))
+    redis_server.client().delete("webhooks")
+    broker = make_celery(make_settings(any_database_url, redis_server.url))
+    assert resend_webhooks(db, broker, timeout=1, grace=30, resend_after=3600) == 1
+    assert published(redis_server, "webhooks") == [
+        ("jaxjudge.deliver_webhook", ["held", delivery, 1])]
+    # the resent try is not resent again while it waits in the queue
+    assert resend_webhooks(db, broker, timeout=1, grace=30, resend_after=3600) == 0
+    assert claim_webhook_try(db, "held", 1, lease=25)

@@ -1,0 +1,35 @@
+"""webhook tries: the delivery id and when the next try is due
+
+Revision ID: 0002
+Revises: 0001
+Create Date: 2026-11-21 16:45:00
+
+A retry that a worker holds for its countdown is lost for hours when the broker
+connection drops (kombu puts it back only after the visibility timeout); with the
+delivery id and the due time in the database, the sweeper resends it once it is overdue.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+import service.db
+
+revision = "0002"
+down_revision = "0001"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    with op.batch_alter_table("submissions") as batch:
+        batch.add_column(sa.Column("webhook_delivery", sa.String(length=32), nullable=True))
+        batch.add_column(sa.Column("webhook_due_at", service.db.UTCDateTime(timezone=True),
+                                   nullable=True))
+
+
+def downgrade() -> None:
+    with op.batch_alter_table("submissions") as batch:
+        batch.drop_column("webhook_due_at")
+        batch.drop_column("webhook_delivery")
