@@ -42,7 +42,8 @@ class _Channel(kombu_redis.Channel):
     parameters from the dropped client, and raises ``AttributeError``, which Celery
     treats as unrecoverable: the worker exits for good. Raising a connection error
     instead is what the close expects; the message stays in Redis's unacked set and
-    kombu redelivers it after the visibility timeout.
+    kombu redelivers it after the visibility timeout. (Webhook tries are scheduled in
+    the database too, so the sweeper resends a lost one long before that.)
     """
 
     def _connparams(self, asynchronous: bool = False) -> dict[str, Any]:
