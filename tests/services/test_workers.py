@@ -130,26 +130,35 @@ def test_interactive_submissions_go_ahead_of_batch_work(
 
 
 class Receiver(BaseHTTPRequestHandler):
-    """A webhook receiver on 127.0.0.1 that fails the first two deliveries."""
+    """A webhook receiver on 127.0.0.1: records every call, and answers 500 to the first
+    ``fail_first[path]`` calls to a path, 200 otherwise."""
 
-    calls: list[tuple[dict[str, str], bytes]] = []
+    calls: list[tuple[str, dict[str, str], bytes]] = []
+    fail_first: dict[str, int] = {}
 
     def do_POST(self) -> None:  # noqa: N802
         body = self.rfile.read(int(self.headers["Content-Length"]))
-        Receiver.calls.append((dict(self.headers), body))
-        self.send_response(500 if len(Receiver.calls) <= 2 else 200)
+        Receiver.calls.append((self.path, dict(self.headers), body))
+        so_far = paths().count(self.path)
+        self.send_response(500 if so_far <= Receiver.fail_first.get(self.path, 0) else 200)
         self.end_headers()
 
     def log_message(self, *args: Any) -> None:
         pass
 
 
+def paths() -> list[str]:
+    """The paths the receiver was called on, in order."""
+    return [path for path, _, _ in Receiver.calls]
+
+
 @pytest.fixture
 def receiver() -> Iterator[str]:
-    Receiver.calls = []
+    """The receiver's base URL."""
+    Receiver.calls, Receiver.fail_first = [], {}
     server = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/hook"
+    yield f"http://127.0.0.1:{server.server_address[1]}"
     server.shutdown()
 
 
@@ -162,7 +171,9 @@ def test_the_report_is_posted_signed_and_retried(
     start_worker("-Q", "interactive,batch", "--concurrency", "1", webhook_allow=["127.0.0.1"])
     start_worker("-Q", "webhooks", "--pool", "threads", "--without-sweeper",
                  webhook_allow=["127.0.0.1"])
-    sid = submit(client, keys["client"], callback_url=receiver, metadata={"lti": "abc"})
+    Receiver.fail_first = {"/hook": 2}
+    sid = submit(client, keys["client"], callback_url=f"{receiver}/hook",
+                 metadata={"lti": "abc"})
     wait_for(lambda: len(Receiver.calls) >= 3, 120, "three deliveries")
     time.sleep(0.5)
     with app.extensions["jaxjudge"].db.session() as s:
@@ -171,8 +182,8 @@ def test_the_report_is_posted_signed_and_retried(
         assert row is not None
         assert (row.webhook_status, row.webhook_attempts) == ("delivered", 3)
     assert len(Receiver.calls) == 3
-    assert len({h["X-Jaxjudge-Delivery"] for h, _ in Receiver.calls}) == 1  # one delivery id
-    headers, body = Receiver.calls[-1]
+    assert len({h["X-Jaxjudge-Delivery"] for _, h, _ in Receiver.calls}) == 1  # one delivery id
+    _, headers, body = Receiver.calls[-1]
     assert secret and verify(secret, body, headers["X-Jaxjudge-Signature"])
     assert not verify(secret, body + b" ", headers["X-Jaxjudge-Signature"])
     event = json.loads(body)
@@ -181,65 +192,43 @@ def test_the_report_is_posted_signed_and_retried(
     assert event["submission"]["metadata"] == {"lti": "abc"}
 
 
-class Hooks(BaseHTTPRequestHandler):
-    """A webhook receiver on 127.0.0.1: the first call to ``/flaky`` answers 500,
-    everything else 200."""
-
-    paths: list[str] = []
-
-    def do_POST(self) -> None:  # noqa: N802
-        self.rfile.read(int(self.headers["Content-Length"]))
-        Hooks.paths.append(self.path)
-        failing = self.path == "/flaky" and Hooks.paths.count("/flaky") == 1
-        self.send_response(500 if failing else 200)
-        self.end_headers()
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
 def test_connected_workers_ride_out_a_redis_restart(
         service_settings: ServiceSettings, keys: dict[str, str], app: Flask,
-        redis_server: RedisServer, start_worker: Callable[..., Worker]) -> None:
+        redis_server: RedisServer, receiver: str,
+        start_worker: Callable[..., Worker]) -> None:
     """Redis killed and restarted under a grading worker that is grading one submission
     with more queued, and under a webhook worker holding a retry for its countdown (the
     case that made kombu 5.7 exit for good): both processes survive and reconnect,
     everything is graded, the held retry is resent by the sweeper once it is overdue and
     delivered once, and work published after the restart is graded and delivered."""
-    Hooks.paths = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Hooks)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    base = f"http://127.0.0.1:{server.server_address[1]}"
+    Receiver.fail_first = {"/flaky": 1}
     overrides: dict[str, Any] = {"webhook_allow": ["127.0.0.1"], "webhook_backoff_seconds": 8}
     app.extensions["jaxjudge"].settings = service_settings.model_copy(update=overrides)
     client = app.test_client()
-    try:
-        grader = start_worker("-Q", "interactive,batch", "--concurrency", "1", **overrides)
-        webhooks = start_worker("-Q", "webhooks", "--pool", "threads", "--without-sweeper",
-                                **overrides)
-        held = submit(client, keys["client"], callback_url=f"{base}/flaky")
-        wait_for(lambda: Hooks.paths == ["/flaky"], 60, "the first delivery to fail")
-        running = submit(client, keys["client"], SLOW)
-        queued = [submit(client, keys["client"], GOOD if i % 2 else WRONG) for i in range(2)]
-        wait_for(lambda: client.get(f"/v1/submissions/{running}", headers=auth(keys["client"]))
-                 .get_json()["status"] == "running", 60, "grading to start")
-        assert Hooks.paths == ["/flaky"]  # the retry is still held for its countdown
-        redis_server.stop(kill=True)
-        time.sleep(BROKER_DOWN_SECONDS)
-        redis_server.start()
-        assert done(client, keys["client"], running)["verdict"] == "accepted"
-        assert [done(client, keys["client"], sid)["verdict"] for sid in queued] == [
-            "wrong_answer", "accepted"]
-        later = submit(client, keys["client"], callback_url=f"{base}/ok")  # after the restart
-        assert done(client, keys["client"], later)["verdict"] == "accepted"
-        wait_for(lambda: "/ok" in Hooks.paths and Hooks.paths.count("/flaky") == 2, 60,
-                 "the later webhook and the held retry delivered")
-        for worker in (grader, webhooks):
-            assert worker.proc.poll() is None, worker.log.read_text()[-3000:]
-        assert gradings(app, later) == {1: "stored"}
-        state = client.get(f"/v1/submissions/{held}", headers=auth(keys["client"])).get_json()
-        assert state["webhook"]["status"] == "delivered" and state["webhook"]["attempts"] == 2
-        time.sleep(3)  # several sweeps: nothing is resent once delivered
-        assert Hooks.paths.count("/flaky") == 2
-    finally:
-        server.shutdown()
+    grader = start_worker("-Q", "interactive,batch", "--concurrency", "1", **overrides)
+    webhooks = start_worker("-Q", "webhooks", "--pool", "threads", "--without-sweeper",
+                            **overrides)
+    held = submit(client, keys["client"], callback_url=f"{receiver}/flaky")
+    wait_for(lambda: paths() == ["/flaky"], 60, "the first delivery to fail")
+    running = submit(client, keys["client"], SLOW)
+    queued = [submit(client, keys["client"], GOOD if i % 2 else WRONG) for i in range(2)]
+    wait_for(lambda: client.get(f"/v1/submissions/{running}", headers=auth(keys["client"]))
+             .get_json()["status"] == "running", 60, "grading to start")
+    assert paths() == ["/flaky"]  # the retry is still held for its countdown
+    redis_server.stop(kill=True)
+    time.sleep(BROKER_DOWN_SECONDS)
+    redis_server.start()
+    assert done(client, keys["client"], running)["verdict"] == "accepted"
+    assert [done(client, keys["client"], sid)["verdict"] for sid in queued] == [
+        "wrong_answer", "accepted"]
+    later = submit(client, keys["client"], callback_url=f"{receiver}/ok")  # after the restart
+    assert done(client, keys["client"], later)["verdict"] == "accepted"
+    wait_for(lambda: "/ok" in paths() and paths().count("/flaky") == 2, 60,
+             "the later webhook and the held retry delivered")
+    for worker in (grader, webhooks):
+        assert worker.proc.poll() is None, worker.log.read_text()[-3000:]
+    assert gradings(app, later) == {1: "stored"}
+    state = client.get(f"/v1/submissions/{held}", headers=auth(keys["client"])).get_json()
+    assert state["webhook"]["status"] == "delivered" and state["webhook"]["attempts"] == 2
+    time.sleep(3)  # several sweeps: nothing is resent once delivered
+    assert paths().count("/flaky") == 2
