@@ -349,6 +349,11 @@ def sweep(db: Database, celery: Celery, settings: ServiceSettings) -> SweepPlan:
 # is overdue.
 
 
+def _delivery_open() -> ColumnElement[bool]:
+    """A done submission whose report is still to be delivered."""
+    return and_(Submission.status == Status.DONE, Submission.webhook_status == "pending")
+
+
 def start_webhook(db: Database, submission_id: str) -> str:
     """A done submission's delivery: pending, its first try due now, a new delivery id."""
     delivery = new_id()
@@ -364,10 +369,9 @@ def claim_webhook_try(db: Database, submission_id: str, try_no: int, *, lease: f
     the submission was rejudged). The try is overdue after ``lease`` seconds."""
     with db.session() as s:
         return changed(s, update(Submission).where(
-            Submission.id == submission_id, Submission.status == Status.DONE,
-            Submission.webhook_status.in_(("pending", "unsent")),
+            Submission.id == submission_id, _delivery_open(),
             Submission.webhook_attempts == try_no,
-        ).values(webhook_attempts=try_no + 1, webhook_status="pending",
+        ).values(webhook_attempts=try_no + 1,
                  webhook_due_at=utcnow() + timedelta(seconds=lease))) == 1
 
 
@@ -392,13 +396,10 @@ def resend_webhooks(db: Database, celery: Celery, *, timeout: float, grace: floa
     with db.session() as s:
         rows = s.execute(select(Submission.id, Submission.webhook_delivery,
                                 Submission.webhook_attempts).where(
-            Submission.status == Status.DONE,
-            Submission.webhook_status.in_(("pending", "unsent")),
-            or_(Submission.webhook_due_at.is_(None), Submission.webhook_due_at < cutoff),
-        ).limit(500)).all()
+            _delivery_open(), Submission.webhook_due_at < cutoff).limit(500)).all()
     sent = 0
     for sid, delivery, tries in rows:
-        delivery = delivery or new_id()
+        assert delivery is not None  # set with the pending state (start_webhook, migration)
         try:
             send_webhook(celery, sid, delivery, tries, timeout=timeout)
         except Exception as exc:
@@ -407,7 +408,6 @@ def resend_webhooks(db: Database, celery: Celery, *, timeout: float, grace: floa
         with db.session() as s:
             changed(s, update(Submission).where(Submission.id == sid,
                                                 Submission.webhook_attempts == tries)
-                    .values(webhook_status="pending", webhook_delivery=delivery,
-                            webhook_due_at=utcnow() + timedelta(seconds=resend_after)))
+                    .values(webhook_due_at=utcnow() + timedelta(seconds=resend_after)))
         sent += 1
     return sent

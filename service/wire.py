@@ -213,8 +213,7 @@ def submission_out(row: Submission, with_report: bool = True) -> SubmissionOut:
     """A stored submission as the API and the webhooks show it."""
     webhook = None
     if row.callback_url:
-        state = row.webhook_status if row.webhook_status != "unsent" else "pending"
-        webhook = WebhookState(status=state or "pending",  # type: ignore[arg-type]
+        webhook = WebhookState(status=row.webhook_status or "pending",  # type: ignore[arg-type]
                                attempts=row.webhook_attempts, error=row.webhook_error)
     return SubmissionOut(
         id=row.id, problem=row.problem, problem_version=row.problem_version,

@@ -53,10 +53,7 @@ def grade(self: Task, submission_id: str) -> str:
 
 
 @app.task(name=WEBHOOK_TASK, bind=True, max_retries=None)
-def deliver_webhook(self: Task, submission_id: str, delivery_id: str,
-                    try_no: int | None = None) -> None:
-    if try_no is None:  # a message from before tries were numbered
-        try_no = self.request.retries
+def deliver_webhook(self: Task, submission_id: str, delivery_id: str, try_no: int) -> None:
     delay = webhooks.attempt(context(), submission_id, delivery_id, try_no)
     if delay is not None:
         raise self.retry(args=[submission_id, delivery_id, try_no + 1], countdown=delay)
