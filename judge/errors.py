@@ -9,7 +9,9 @@ verdicts. Errors are for the caller's input and for the judge's own state::
     │   └── SubmissionRejected  code that is empty, not UTF-8 or too large
     ├── ProblemError         a problem package that is malformed or inconsistent
     ├── ConfigError          bad settings, an unknown sandbox or checker name
-    └── SandboxError         the sandbox itself failed (becomes ``internal_error``)
+    └── SandboxError         the sandbox itself failed
+        └── SandboxUnavailable  the infrastructure is away (engine down, image missing,
+                                a container not created): no verdict, try again later
 """
 
 from __future__ import annotations
@@ -45,3 +47,9 @@ class ConfigError(JudgeError):
 
 class SandboxError(JudgeError):
     """The sandbox failed for reasons of its own."""
+
+
+class SandboxUnavailable(SandboxError):
+    """The sandbox's infrastructure failed (the engine is down or restarting, the image
+    is missing, a container could not be created or vanished with the engine). Nothing the
+    submission did: the caller retries later; it never becomes a verdict."""

@@ -12,7 +12,7 @@ import time
 
 from judge import __version__
 from judge.checkers import Checker
-from judge.errors import SubmissionRejected
+from judge.errors import ProblemError, SubmissionRejected
 from judge.problem import Problem
 from judge.report import TestResult, Timings, VerdictReport
 from judge.sandbox.base import Sandbox
@@ -76,12 +76,27 @@ def grade(problem: Problem, code: str, *, sandbox: Sandbox, settings: Settings,
     return report.model_copy(update={"sandbox": sandbox.name, "timings": timings})
 
 
-def internal_error(problem: Problem, message: str, settings: Settings) -> VerdictReport:
-    """The report of a grading that could not be done (the service gave up on it): every
-    test ``internal_error``, ``message`` saying why."""
+def internal_error(problem: Problem | str, message: str, settings: Settings) -> VerdictReport:
+    """The report of a grading that could not be done (the service gave up on it, or the
+    package is broken): every test ``internal_error``, ``message`` saying why. Never
+    raises: when ``problem`` is only an id, or its tests cannot be loaded, the report lists
+    no tests."""
+    tests: list[StoredTest] = []
+    problem_id, version, checker = problem, "", None
+    if isinstance(problem, Problem):
+        problem_id, version, checker = problem.id, problem.version, problem.checker
+        try:
+            tests = load_tests(problem)
+        except ProblemError:
+            tests = []
+    assert isinstance(problem_id, str)
     outcome = RunOutcome(status="internal_error", message=message)
-    return judge_outcome(problem.id, problem.version, load_tests(problem), outcome,
-                         problem.checker, settings)
+    if checker is None or not tests:
+        return VerdictReport(problem=problem_id, problem_version=version,
+                             verdict=Verdict.INTERNAL_ERROR, score=0.0, max_score=0.0,
+                             time_ms=0.0, message=f"the judge failed: {message}", tests=[],
+                             judge_version=__version__)
+    return judge_outcome(problem_id, version, tests, outcome, checker, settings)
 
 
 # What a hidden test may say when it did not pass. Fixed texts: exception types, line

@@ -51,6 +51,13 @@ class ServiceSettings(BaseSettings):
     )
 
     # Workers.
+    insecure_unsandboxed_grading: bool = Field(
+        default=False,
+        description="DANGER, trusted test setups only: let workers grade with a sandbox "
+        "that does not isolate (the process backend, as the worker's own user, with the "
+        "database password in reach). Without it a worker whose sandbox does not isolate "
+        "refuses to start and /readyz is not ready.",
+    )
     worker_concurrency: int = Field(default=1, gt=0, description="Grading processes per worker.")
     soft_time_limit_seconds: float = Field(
         default=900.0, gt=0, description="A grading past this becomes an internal_error verdict."
