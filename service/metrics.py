@@ -5,6 +5,10 @@ key names, so several worker hosts and API processes see the same numbers.
   TTL of three heartbeats: a key that is there is a live worker.
 - ``jaxjudge:phase:<phase>``: a histogram of grading phase durations (a hash of bucket
   counters, ``sum`` and ``count``), fed by workers as they store reports.
+- ``jaxjudge:received``: submissions stored by the API (batch members included), a
+  counter the API raises; ``jaxjudge:verdicts``: a hash of verdict -> reports stored, raised
+  by workers. Both only grow (Prometheus counters), so ``/metrics`` reads two keys instead
+  of counting rows in the database on every scrape.
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ from redis import Redis
 WORKER_KEY = "jaxjudge:worker:"
 PHASE_KEY = "jaxjudge:phase:"
 DONE_CHANNEL = "jaxjudge:done:"
+RECEIVED_KEY = "jaxjudge:received"
+VERDICTS_KEY = "jaxjudge:verdicts"
 BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 900.0)
 PHASES = ("queue", "startup", "tests", "grading", "total")
 
@@ -62,3 +68,23 @@ def histogram(redis: Redis, phase: str) -> tuple[list[tuple[str, float]], float]
 
 def announce_done(redis: Redis, submission_id: str) -> None:
     redis.publish(DONE_CHANNEL + submission_id, "done")
+
+
+def count_received(redis: Redis, n: int = 1) -> None:
+    """``n`` submissions were stored (the API calls it after the commit)."""
+    redis.incrby(RECEIVED_KEY, n)
+
+
+def count_verdict(redis: Redis, verdict: str) -> None:
+    """A report with ``verdict`` was stored (a worker calls it after the commit)."""
+    redis.hincrby(VERDICTS_KEY, verdict, 1)
+
+
+def counts(redis: Redis) -> tuple[float, dict[str, float]]:
+    """Submissions received, and reports stored by verdict, since Redis was created."""
+    pipe = redis.pipeline(transaction=False)
+    pipe.get(RECEIVED_KEY)
+    pipe.hgetall(VERDICTS_KEY)
+    received, verdicts = pipe.execute()
+    return float(received or 0), {
+        (k.decode() if isinstance(k, bytes) else k): float(v) for k, v in verdicts.items()}

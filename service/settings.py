@@ -29,7 +29,22 @@ class ServiceSettings(BaseSettings):
     )
 
     # Requests.
-    max_request_bytes: int = Field(default=32 << 20, gt=0, description="Largest request body.")
+    max_request_bytes: int = Field(
+        default=32 << 20, gt=0, description="Largest request body of POST /v1/batches (a "
+        "zip or a JSON list). Submitting has its own limit, from the code limit; other "
+        "routes take at most 64 KiB."
+    )
+    trusted_proxy_hops: int = Field(
+        default=0, ge=0, description="Reverse proxies in front of the API that set "
+        "X-Forwarded-For and X-Forwarded-Proto (werkzeug's ProxyFix): the client address is "
+        "taken that many hops back. 0: the peer address, forwarding headers ignored."
+    )
+    auth_failure_limit: str = Field(
+        default="10/minute", description="Per client address, flask-limiter syntax: requests "
+        "whose key does not authenticate. Past it, requests from that address with a key "
+        "not known to authenticate are refused (429) before the database is asked. Empty: "
+        "no limit."
+    )
     max_batch_submissions: int = Field(default=1000, gt=0, description="Most files in a batch.")
     max_batch_bytes: int = Field(
         default=64 << 20, gt=0, description="Most bytes a batch archive may hold, uncompressed."
@@ -44,6 +59,10 @@ class ServiceSettings(BaseSettings):
     )
     long_poll_max_seconds: float = Field(
         default=60.0, ge=0, description="Largest ?wait= a request may ask for."
+    )
+    long_poll_max_per_key: int = Field(
+        default=50, ge=0, description="Long-polls (?wait=) an API key may hold at once, over "
+        "all API processes; past it a request answers at once, without waiting."
     )
     publish_timeout_seconds: float = Field(
         default=2.0, gt=0, description="How long the API tries the broker before leaving a "
