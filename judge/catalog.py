@@ -6,8 +6,9 @@ import difflib
 import re
 from pathlib import Path
 
-from judge.errors import ProblemNotFound
+from judge.errors import ProblemError, ProblemNotFound
 from judge.problem import Problem
+from judge.testdata import check_hash
 
 ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9-]*/[a-z0-9][a-z0-9-]*$")
 
@@ -34,3 +35,19 @@ class Catalog:
 
     def all(self) -> list[Problem]:
         return [self.get(i) for i in self.ids()]
+
+    def scan(self) -> tuple[list[Problem], dict[str, str]]:
+        """Every package, without stopping at a broken one: those that load and whose
+        test data matches its hash, and the ids of the others, each with why (the
+        :class:`ProblemError`'s text, which names files of the package)."""
+        good: list[Problem] = []
+        broken: dict[str, str] = {}
+        for problem_id in self.ids():
+            try:
+                problem = self.get(problem_id)
+                check_hash(problem)
+            except ProblemError as exc:
+                broken[problem_id] = str(exc)
+            else:
+                good.append(problem)
+        return good, broken

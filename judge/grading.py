@@ -32,20 +32,21 @@ STATUS_VERDICT: dict[str, Verdict] = {
 HIDDEN_OUTPUT_NOTE = "[output written during hidden tests is not shown]\n"
 
 
-def decode_code(data: bytes, settings: Settings) -> str:
-    """Submitted bytes as source text, or :class:`SubmissionRejected` saying why not."""
+def decode_code(data: bytes, settings: Settings, noun: str = "the file") -> str:
+    """Submitted bytes as source text, or :class:`SubmissionRejected` saying why not,
+    naming the submission ``noun`` (the CLI's file; the API's JSON field)."""
     if len(data) > settings.max_code_bytes:
         raise SubmissionRejected(
-            f"the file is {len(data)} bytes; the limit is {settings.max_code_bytes} bytes"
+            f"{noun} is {len(data)} bytes; the limit is {settings.max_code_bytes} bytes"
         )
     try:
         code = data.decode("utf-8-sig")  # a leading BOM is fine, as Python itself allows
     except UnicodeDecodeError as exc:
-        raise SubmissionRejected(f"the file is not UTF-8 (byte {exc.start})") from None
+        raise SubmissionRejected(f"{noun} is not UTF-8 (byte {exc.start})") from None
     if not code.strip():
-        raise SubmissionRejected("the file is empty")
+        raise SubmissionRejected(f"{noun} is empty")
     if "\0" in code:
-        raise SubmissionRejected("the file contains NUL bytes")
+        raise SubmissionRejected(f"{noun} contains NUL bytes")
     return code
 
 
