@@ -3,14 +3,15 @@ process and kept in ``app.extensions['jaxjudge']``."""
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 
 from celery import Celery
-from flask import Flask, current_app, request
+from flask import Flask, current_app
 from flask_limiter import Limiter
 from redis import Redis
+from werkzeug.middleware.proxy_fix import ProxyFix
 
+from api.limits import KnownKeys, body_limits, limit_bodies, make_limiter
 from judge import __version__
 from judge.catalog import Catalog
 from judge.settings import Settings
@@ -28,19 +29,12 @@ class Services:
     celery: Celery
     redis: Redis
     limiter: Limiter
+    known_keys: KnownKeys
 
 
 def services() -> Services:
     found: Services = current_app.extensions["jaxjudge"]
     return found
-
-
-def rate_key() -> str:
-    """Rate limits count per API key (a hash of it), else per client address."""
-    header = request.headers.get("Authorization", "")
-    if header.startswith("Bearer "):
-        return "key:" + hashlib.sha256(header[7:].strip().encode()).hexdigest()[:24]
-    return "addr:" + (request.remote_addr or "?")
 
 
 def create_app(settings: ServiceSettings | None = None,
@@ -50,28 +44,24 @@ def create_app(settings: ServiceSettings | None = None,
     settings = settings or ServiceSettings()
     judge_settings = judge_settings or Settings()
     app = Flask(__name__)
-    app.config["MAX_CONTENT_LENGTH"] = settings.max_request_bytes
+    if settings.trusted_proxy_hops:
+        hops = settings.trusted_proxy_hops
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops)  # type: ignore[method-assign]
     app.json.sort_keys = False  # type: ignore[attr-defined]
-    limiter = Limiter(
-        key_func=rate_key,
-        app=app,
-        storage_uri=settings.redis_url,
-        storage_options={"socket_connect_timeout": 1, "socket_timeout": 1},
-        default_limits=[settings.rate_limit] if settings.rate_limit else [],
-        strategy="fixed-window",
-        headers_enabled=True,
-        swallow_errors=True,  # Redis away: serve without limits rather than fail
-        key_prefix="jaxjudge:rate",
-    )
+    redis = Redis.from_url(settings.redis_url, socket_connect_timeout=1, socket_timeout=5)
+    known_keys = KnownKeys(redis)
+    limiter = make_limiter(app, settings, known_keys)
     app.extensions["jaxjudge"] = Services(
         settings=settings,
         judge=judge_settings,
         db=Database(settings.database_url),
         catalog=Catalog(judge_settings.problems_dir),
         celery=make_celery(settings),
-        redis=Redis.from_url(settings.redis_url, socket_connect_timeout=1, socket_timeout=5),
+        redis=redis,
         limiter=limiter,
+        known_keys=known_keys,
     )
+    limit_bodies(app, body_limits(settings, judge_settings))
     errors.register(app)
     for module in (problems, submissions, batches, health, docs):
         app.register_blueprint(module.bp)
