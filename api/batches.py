@@ -5,26 +5,30 @@ file is checked before anything is stored. Results as CSV and as Gradescope's
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
 from typing import Any
 
 from flask import Blueprint, Response, g, request, url_for
-from sqlalchemy import select
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
 
 from api.app import services
 from api.auth import require
 from api.errors import ApiError
 from api.spec import operation, parse_json
-from api.submissions import checked_callback, checked_code
+from api.submissions import checked_callback, checked_code, received
 from judge.errors import SubmissionRejected
 from judge.report import VerdictReport
 from service.batchzip import read_batch_zip
-from service.exports import ExportRow, gradescope_json, results_csv
+from service.exports import ExportRow, gradescope_results, results_csv
 from service.models import Batch, Role, Status, Submission
 from service.queue import BATCH
 from service.submissions import code_digest, dispatch, new_id
 from service.wire import BatchCreate, BatchEntry, BatchMember, BatchOut
 
 bp = Blueprint("batches", __name__)
+EXPORT_PAGE = 200  # submissions (with their reports) read per query by an export
 MULTIPART = {
     "multipart/form-data": {"schema": {
         "type": "object",
@@ -68,30 +72,39 @@ def _parse() -> BatchCreate:
     return parse_json(BatchCreate)
 
 
-def _load(batch_id: str) -> tuple[Batch, list[Submission]]:
-    with services().db.session() as s:
-        batch = s.scalar(select(Batch).where(Batch.id == batch_id, Batch.tenant_id == g.tenant_id))
-        if batch is None:
-            raise ApiError(404, "Not found", f"no batch {batch_id!r}")
-        rows = list(s.scalars(select(Submission).where(Submission.batch_id == batch.id)
-                              .order_by(Submission.student_id)))
-    return batch, rows
+def _batch(s: Session, batch_id: str) -> Batch:
+    batch = s.scalar(select(Batch).where(Batch.id == batch_id, Batch.tenant_id == g.tenant_id))
+    if batch is None:
+        raise ApiError(404, "Not found", f"no batch {batch_id!r}")
+    return batch
 
 
-def _wire(batch: Batch, rows: list[Submission]) -> BatchOut:
+def _progress(batch_id: str) -> BatchOut:
+    """Counts by status and verdict from the database (GROUP BY), and the members
+    without their code or report: a batch of 1,000 reads no report."""
     counts = {s.value: 0 for s in Status}
     verdicts: dict[str, int] = {}
-    for r in rows:
-        counts[r.status] += 1
-        if r.verdict:
-            verdicts[r.verdict] = verdicts.get(r.verdict, 0) + 1
+    with services().db.session() as s:
+        batch = _batch(s, batch_id)
+        for status, verdict, n in s.execute(
+                select(Submission.status, Submission.verdict, func.count())
+                .where(Submission.batch_id == batch.id)
+                .group_by(Submission.status, Submission.verdict)):
+            counts[status] += n
+            if verdict:
+                verdicts[verdict] = verdicts.get(verdict, 0) + n
+        members = s.execute(
+            select(Submission.student_id, Submission.id, Submission.status, Submission.verdict,
+                   Submission.score, Submission.max_score)
+            .where(Submission.batch_id == batch.id).order_by(Submission.student_id)).all()
     return BatchOut(
         id=batch.id, problem=batch.problem, name=batch.name, total=batch.total,
         created_at=batch.created_at, counts=counts, verdicts=verdicts,  # type: ignore[arg-type]
         done=counts[Status.DONE] == batch.total,
-        submissions=[BatchMember(student_id=r.student_id or "", submission_id=r.id,
-                                 status=r.status, verdict=r.verdict,  # type: ignore[arg-type]
-                                 score=r.score, max_score=r.max_score) for r in rows],
+        submissions=[BatchMember(student_id=student or "", submission_id=sid,
+                                 status=status, verdict=verdict,  # type: ignore[arg-type]
+                                 score=score, max_score=max_score)
+                     for student, sid, status, verdict, score, max_score in members],
     )
 
 
@@ -139,8 +152,8 @@ def create_batch() -> Any:
         s.add_all(rows)
     dispatch(svc.db, svc.celery, [(r.id, BATCH) for r in rows],
              timeout=svc.settings.publish_timeout_seconds)
-    out = _wire(*_load(batch.id))
-    return out.model_dump(mode="json"), 202, {
+    received(len(rows))
+    return _progress(batch.id).model_dump(mode="json"), 202, {
         "Location": url_for("batches.get_batch", batch_id=batch.id)}
 
 
@@ -148,14 +161,33 @@ def create_batch() -> Any:
 @operation("A batch's progress and per-student verdicts", tag="batches", responses={200: BatchOut})
 @require(Role.INSTRUCTOR)
 def get_batch(batch_id: str) -> Any:
-    return _wire(*_load(batch_id)).model_dump(mode="json")
+    return _progress(batch_id).model_dump(mode="json")
 
 
-def _export_rows(batch_id: str) -> list[ExportRow]:
-    _batch, rows = _load(batch_id)
-    return [ExportRow(student_id=r.student_id or "", submission_id=r.id, status=r.status,
-                      report=VerdictReport.model_validate(r.report) if r.report else None)
-            for r in rows]
+def _export_pages(batch_id: str) -> Iterator[list[ExportRow]]:
+    """The batch's rows with their reports, EXPORT_PAGE at a time (by student id, each
+    page in its own short transaction), so that an export never holds every report."""
+    db = services().db
+    with db.session() as s:
+        batch = _batch(s, batch_id)  # 404 before the response starts
+
+    def pages() -> Iterator[list[ExportRow]]:
+        after = ""
+        while True:
+            with db.session() as s:
+                rows = s.execute(
+                    select(Submission.student_id, Submission.id, Submission.status,
+                           Submission.report)
+                    .where(Submission.batch_id == batch.id, Submission.student_id > after)
+                    .order_by(Submission.student_id).limit(EXPORT_PAGE)).all()
+            yield [ExportRow(student_id=student or "", submission_id=sid, status=status,
+                             report=VerdictReport.model_validate(report) if report else None)
+                   for student, sid, status, report in rows]
+            if len(rows) < EXPORT_PAGE:
+                return
+            after = rows[-1][0]
+
+    return pages()
 
 
 @bp.get("/v1/batches/<batch_id>/results.csv")
@@ -163,8 +195,14 @@ def _export_rows(batch_id: str) -> list[ExportRow]:
            responses={200: ("CSV", {"type": "string"}, "text/csv")})
 @require(Role.INSTRUCTOR)
 def results(batch_id: str) -> Response:
-    body = results_csv(_export_rows(batch_id))
-    return Response(body, mimetype="text/csv", headers={
+    pages = _export_pages(batch_id)
+
+    def body() -> Iterator[str]:
+        yield results_csv([])  # the header
+        for page in pages:
+            yield results_csv(page, header=False)
+
+    return Response(body(), mimetype="text/csv", headers={
         "Content-Disposition": f'attachment; filename="batch-{batch_id}.csv"'})
 
 
@@ -174,5 +212,16 @@ def results(batch_id: str) -> Response:
            responses={200: ("results.json per student", {"type": "object"},
                             "application/json")})
 @require(Role.INSTRUCTOR)
-def gradescope(batch_id: str) -> Any:
-    return gradescope_json(_export_rows(batch_id))
+def gradescope(batch_id: str) -> Response:
+    pages = _export_pages(batch_id)
+
+    def body() -> Iterator[str]:
+        sep = "{"
+        for page in pages:
+            for row in page:
+                yield sep + json.dumps(row.student_id) + ": " + json.dumps(
+                    gradescope_results(row.report, row.status))
+                sep = ", "
+        yield "{}" if sep == "{" else "}"
+
+    return Response(body(), mimetype="application/json")

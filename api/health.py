@@ -1,8 +1,10 @@
 """``/healthz`` (the process answers), ``/readyz`` (it can do its job: database, broker,
-a live worker with a ready sandbox) and ``/metrics`` (Prometheus)."""
+a live worker with a ready sandbox that isolates; broken problem packages degrade it) and
+``/metrics`` (Prometheus, from Redis only)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -10,21 +12,23 @@ from flask import Blueprint, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.core import (
     CollectorRegistry,
+    CounterMetricFamily,
     GaugeMetricFamily,
     HistogramMetricFamily,
     Metric,
 )
 from redis.exceptions import RedisError
-from sqlalchemy import func, select, text
+from sqlalchemy import text
 
 from api.app import Services, services
+from api.problems import scan
 from api.spec import operation
 from service import metrics as shared
-from service.models import Submission
 from service.queue import BATCH, INTERACTIVE, WEBHOOKS
 from service.wire import Check, Health
 
 bp = Blueprint("health", __name__)
+log = logging.getLogger(__name__)
 
 
 @bp.get("/healthz")
@@ -35,39 +39,67 @@ def healthz() -> Any:
 
 
 def readiness(svc: Services) -> dict[str, Check]:
+    """Every check, by name. Failure details are fixed words (the exception text of a
+    driver can name hosts, ports and users: it goes to the log, not to the caller)."""
     checks: dict[str, Check] = {}
     try:
         with svc.db.session() as s:
             s.execute(text("SELECT 1"))
         checks["database"] = Check(ok=True)
     except Exception as exc:
-        checks["database"] = Check(ok=False, detail=str(exc).splitlines()[0][:200])
+        log.warning("readiness: the database is not answering: %s", exc)
+        checks["database"] = Check(ok=False, detail="the database is not answering")
     try:
         svc.redis.ping()
         checks["broker"] = Check(ok=True)
         live = shared.workers(svc.redis)
         checks["workers"] = Check(ok=bool(live), detail=f"{len(live)} grading process(es)")
-        ready = [w for w in live.values() if w.get("sandbox_ready")]
-        checks["sandbox"] = Check(ok=bool(ready), detail=f"{len(ready)} with a ready sandbox")
+        checks["sandbox"] = sandbox_check(live, svc.settings.insecure_unsandboxed_grading)
     except RedisError as exc:
-        checks["broker"] = Check(ok=False, detail=str(exc)[:200])
+        log.warning("readiness: the broker is not answering: %s", exc)
+        checks["broker"] = Check(ok=False, detail="the broker is not answering")
         checks["workers"] = Check(ok=False, detail="unknown: the broker is down")
         checks["sandbox"] = Check(ok=False, detail="unknown: the broker is down")
+    broken = sorted(scan()[1])
+    checks["problems"] = Check(ok=not broken, detail=f"broken: {', '.join(broken)}"
+                               if broken else "")
     return checks
+
+
+def sandbox_check(live: dict[str, dict[str, Any]], insecure_allowed: bool) -> Check:
+    """At least one live worker has a ready sandbox that isolates (it announces
+    ``isolated``; one that does not say so does not count), or one that does not isolate
+    where ``insecure_unsandboxed_grading`` allows it."""
+    ready = [w for w in live.values() if w.get("sandbox_ready")]
+    isolating = [w for w in ready if w.get("isolated") is True]
+    if isolating:
+        return Check(ok=True, detail=f"{len(isolating)} with a ready, isolating sandbox")
+    if ready and insecure_allowed:
+        return Check(ok=True, detail=f"{len(ready)} with a ready sandbox that does NOT "
+                     "isolate (insecure_unsandboxed_grading)")
+    if ready:
+        return Check(ok=False, detail=f"{len(ready)} with a ready sandbox, none that "
+                     "isolates")
+    return Check(ok=False, detail="0 with a ready sandbox")
+
+
+DEGRADING = frozenset({"problems"})  # failing ones make /readyz "degraded", still 200
 
 
 @bp.get("/readyz")
 @operation("Readiness: database, broker, a live worker and a ready sandbox", tag="health", responses={200: Health, 503: ("Not ready", Health, "application/json")})
 def readyz() -> Any:
     checks = readiness(services())
-    ok = all(c.ok for c in checks.values())
-    body = Health(status="ok" if ok else "unavailable", checks=checks)
-    return body.model_dump(mode="json"), 200 if ok else 503
+    failed = {name for name, c in checks.items() if not c.ok}
+    if failed - DEGRADING:
+        return Health(status="unavailable", checks=checks).model_dump(mode="json"), 503
+    return Health(status="degraded" if failed else "ok", checks=checks).model_dump(mode="json")
 
 
 class ServiceCollector:
-    """Read at scrape time from the database and Redis, so every API process reports the
-    same numbers whichever one is scraped."""
+    """Read at scrape time from Redis (never the database: the counters are kept as
+    submissions are stored), so every API process reports the same numbers whichever one
+    is scraped."""
 
     def __init__(self, svc: Services) -> None:
         self.svc = svc
@@ -101,15 +133,18 @@ class ServiceCollector:
         except RedisError:
             pass
         yield from (depth, workers, pool, pool_size)
-        by_verdict = GaugeMetricFamily("jaxjudge_submissions",
-                                       "Submissions by status and verdict",
-                                       labels=["status", "verdict"])
-        with svc.db.session() as s:
-            rows = s.execute(select(Submission.status, Submission.verdict, func.count())
-                             .group_by(Submission.status, Submission.verdict)).all()
-        for status, verdict, count in rows:
-            by_verdict.add_metric([status, verdict or ""], count)
-        yield by_verdict
+        received = CounterMetricFamily("jaxjudge_submissions_received",
+                                       "Submissions stored by the API, batch members included")
+        verdicts = CounterMetricFamily("jaxjudge_verdicts", "Reports stored, by verdict",
+                                       labels=["verdict"])
+        try:
+            total, by_verdict = shared.counts(svc.redis)
+            received.add_metric([], total)
+            for verdict, count in sorted(by_verdict.items()):
+                verdicts.add_metric([verdict], count)
+        except RedisError:
+            return
+        yield from (received, verdicts)
 
 
 @bp.get("/metrics")

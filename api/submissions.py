@@ -12,6 +12,7 @@ import base64
 import contextlib
 import hashlib
 import json
+import logging
 import time
 from datetime import datetime
 from typing import Any
@@ -20,13 +21,14 @@ from flask import Blueprint, g, request, url_for
 from redis.exceptions import RedisError
 from sqlalchemy import ColumnElement, and_, or_, select
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import defer
 
 from api.app import services
 from api.auth import require
 from api.errors import ApiError
 from api.spec import operation, parse_json, parse_query
 from judge.grading import decode_code
-from service.metrics import DONE_CHANNEL
+from service.metrics import DONE_CHANNEL, count_received
 from service.models import Role, Status, Submission
 from service.queue import INTERACTIVE
 from service.submissions import code_digest, dispatch, new_id, rejudge
@@ -41,6 +43,11 @@ from service.wire import (
 )
 
 bp = Blueprint("submissions", __name__)
+log = logging.getLogger(__name__)
+# What an answer never shows is never read: the code (up to 256 KiB) of any submission,
+# and the report of a listed one (raiseload: touching it would be a bug, not a query).
+WITHOUT_CODE = defer(Submission.code, raiseload=True)
+WITHOUT_REPORT = defer(Submission.report, raiseload=True)
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 
 
@@ -51,7 +58,7 @@ def checked_code(code: str) -> str:
     if len(data) > limit:
         raise ApiError(413, "Content too large",
                        f"the code is {len(data)} bytes; the limit is {limit} bytes")
-    return decode_code(data, services().judge)
+    return decode_code(data, services().judge, noun="the code")
 
 
 def checked_callback(url: str | None) -> str | None:
@@ -64,11 +71,21 @@ def checked_callback(url: str | None) -> str | None:
     return url
 
 
+def received(n: int = 1) -> None:
+    """Count ``n`` stored submissions for /metrics; Redis away loses the count, not the
+    request."""
+    try:
+        count_received(services().redis, n)
+    except RedisError as exc:
+        log.warning("cannot count %d received submission(s): %s", n, exc)
+
+
 def load(submission_id: str) -> Submission:
     """The caller's tenant's submission, or 404 (also for another tenant's)."""
     with services().db.session() as s:
-        row = s.scalar(select(Submission).where(Submission.id == submission_id,
-                                                Submission.tenant_id == g.tenant_id))
+        row = s.scalar(select(Submission).options(WITHOUT_CODE)
+                       .where(Submission.id == submission_id,
+                              Submission.tenant_id == g.tenant_id))
     if row is None:
         raise ApiError(404, "Not found", f"no submission {submission_id!r}")
     return row
@@ -126,8 +143,9 @@ def _idempotency_key() -> str | None:
 
 def _replay(key: str, fingerprint: str) -> Submission | None:
     with services().db.session() as s:
-        row = s.scalar(select(Submission).where(Submission.tenant_id == g.tenant_id,
-                                                Submission.idempotency_key == key))
+        row = s.scalar(select(Submission).options(WITHOUT_CODE)
+                       .where(Submission.tenant_id == g.tenant_id,
+                              Submission.idempotency_key == key))
     if row is not None and row.request_hash != fingerprint:
         raise ApiError(422, "Idempotency-Key reused", "this Idempotency-Key was sent before "
                        "with a different request")
@@ -182,6 +200,7 @@ def create_submission() -> Any:
         if key is None or (found := _replay(key, fingerprint)) is None:
             raise
         return _answer(wait_done(found, wait), replayed=True)
+    received()
     dispatch(svc.db, svc.celery, [(row.id, INTERACTIVE)],
              timeout=svc.settings.publish_timeout_seconds)
     return _answer(wait_done(load(row.id), wait))
@@ -219,7 +238,8 @@ def _after(cursor: str) -> ColumnElement[bool]:
 @require(Role.CLIENT)
 def list_submissions() -> Any:
     q = parse_query(SubmissionQuery)
-    query = select(Submission).where(Submission.tenant_id == g.tenant_id)
+    query = select(Submission).options(WITHOUT_CODE, WITHOUT_REPORT).where(
+        Submission.tenant_id == g.tenant_id)
     for column, value in ((Submission.student_id, q.student_id),
                           (Submission.problem, q.problem), (Submission.status, q.status),
                           (Submission.batch_id, q.batch_id)):

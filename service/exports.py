@@ -62,11 +62,13 @@ def _cell(value: str) -> str:
     return "'" + value if value.startswith(_FORMULA_START) else value
 
 
-def results_csv(rows: Iterable[ExportRow]) -> str:
-    """The rows as CSV text (RFC 4180 quoting, CRLF line ends), header first."""
+def results_csv(rows: Iterable[ExportRow], header: bool = True) -> str:
+    """The rows as CSV text (RFC 4180 quoting, CRLF line ends), header first unless
+    ``header`` is false (a later page of a streamed export)."""
     out = io.StringIO()
     writer = csv.writer(out)
-    writer.writerow(HEADER)
+    if header:
+        writer.writerow(HEADER)
     for row in rows:
         cells = [row.student_id, row.submission_id, row.status]
         report = _graded(row.status, row.report)

@@ -65,8 +65,18 @@ class ProblemDetail(ProblemSummary):
     max_score: float
 
 
+class BrokenProblem(_Out):
+    id: str
+    error: str | None = Field(
+        default=None, description="Why it does not load; shown to instructor and admin "
+        "keys only.")
+
+
 class ProblemList(_Out):
     items: list[ProblemSummary]
+    broken: list[BrokenProblem] = Field(
+        default_factory=list, description="Packages that do not load (a malformed "
+        "problem.yaml, test data that does not match its hash): not gradable until fixed.")
 
 
 # Submissions.
@@ -198,7 +208,7 @@ class Check(_Out):
 
 
 class Health(_Out):
-    status: Literal["ok", "unavailable"]
+    status: Literal["ok", "degraded", "unavailable"]
     checks: dict[str, Check] = Field(default_factory=dict)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 import zipfile
 
 import pytest
@@ -135,3 +136,51 @@ def test_a_json_batch_and_its_exports(client: FlaskClient, keys: dict[str, str],
         "submissions": [{"student_id": "a", "code": "x"}, {"student_id": "b", "code": "\0"}]})
     assert bad.status_code == 422 and "b:" in bad.get_json()["detail"]
     assert stored(app) == (1, 2)
+
+
+def selects(statements: list[str], column: str) -> bool:
+    return any(re.search(rf"submissions\.{column}\b", s) for s in statements)
+
+
+def test_progress_and_listings_read_no_code_or_report(client: FlaskClient, keys: dict[str, str],
+                                                      app: Flask, sql: list[str],
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    r = client.post("/v1/batches", headers=auth(keys["instructor"]), json={
+        "problem": "demo/layout",
+        "submissions": [{"student_id": s, "code": GOOD.decode()} for s in ("a", "b", "c")]})
+    batch = r.get_json()
+    db = app.extensions["jaxjudge"].db
+    first = batch["submissions"][0]["submission_id"]
+    taken = claim(db, first, stale_after=30)
+    assert taken is not None
+    store(db, first, taken.attempt, VerdictReport(
+        problem="demo/layout", problem_version="v", verdict=Verdict.ACCEPTED, score=1,
+        max_score=1, time_ms=3, tests=[]))
+    sql.clear()
+    progress = client.get(f"/v1/batches/{batch['id']}", headers=auth(keys["instructor"]))
+    assert progress.get_json()["counts"] == {"queued": 2, "running": 0, "done": 1}
+    assert progress.get_json()["verdicts"] == {"accepted": 1}
+    assert any("GROUP BY" in s for s in sql)  # counted by the database
+    assert not selects(sql, "code") and not selects(sql, "report")
+    sql.clear()
+    listed = client.get(f"/v1/submissions?batch_id={batch['id']}", headers=auth(keys["client"]))
+    assert len(listed.get_json()["items"]) == 3
+    assert not selects(sql, "code") and not selects(sql, "report")
+    sql.clear()
+    one = client.get(f"/v1/submissions/{first}", headers=auth(keys["client"]))
+    assert one.get_json()["report"]["verdict"] == "accepted"
+    assert selects(sql, "report") and not selects(sql, "code")
+    # Exports read the reports a page at a time, and stream.
+    monkeypatch.setattr("api.batches.EXPORT_PAGE", 2)
+    sql.clear()
+    r = client.get(f"/v1/batches/{batch['id']}/results.csv", headers=auth(keys["instructor"]))
+    assert r.is_streamed
+    rows = list(csv.DictReader(io.StringIO(r.get_data(as_text=True))))
+    assert [(row["student_id"], row["verdict"]) for row in rows] == [
+        ("a", "accepted"), ("b", ""), ("c", "")]
+    assert sum(selects([s], "report") for s in sql) == 2  # two pages: a, b; then c
+    r = client.get(f"/v1/batches/{batch['id']}/gradescope.json", headers=auth(keys["instructor"]))
+    assert r.is_streamed and sorted(r.get_json()) == ["a", "b", "c"]
+    assert r.get_json()["a"]["score"] == 1
+    missing = client.get("/v1/batches/nope/results.csv", headers=auth(keys["instructor"]))
+    assert missing.status_code == 404 and missing.mimetype == "application/problem+json"

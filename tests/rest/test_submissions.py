@@ -112,6 +112,18 @@ def test_bad_input_is_a_problem_and_stores_nothing(client: FlaskClient, keys: di
     assert count(app) == 0
 
 
+def test_code_errors_speak_of_the_code_not_a_file(client: FlaskClient, keys: dict[str, str],
+                                                  app: Flask) -> None:
+    for code, detail in (("  \n", "the code is empty"),
+                         ("x = '\0'", "the code contains NUL bytes")):
+        r = submit(client, keys["client"], code=code)
+        assert (r.status_code, r.get_json()["detail"]) == (422, detail)
+    r = client.post("/v1/batches", headers=auth(keys["instructor"]), json={
+        "problem": "demo/layout", "submissions": [{"student_id": "bob", "code": "  "}]})
+    assert (r.status_code, r.get_json()["detail"]) == (422, "bob: the code is empty")
+    assert count(app) == 0
+
+
 @pytest.mark.parametrize(("data", "content_type", "status"), [
     (b'{"problem": "demo/layout", "code": "\xff\xfe"}', "application/json", 400),
     (b"{not json", "application/json", 400),

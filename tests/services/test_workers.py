@@ -64,7 +64,7 @@ def test_submissions_are_graded_with_the_right_verdicts(
     assert ready["status"] == "ok", ready
     text = client.get("/metrics").get_data(as_text=True)
     assert "jaxjudge_grading_tests_seconds_count 2.0" in text
-    assert 'jaxjudge_submissions{status="done",verdict="accepted"} 1.0' in text
+    assert 'jaxjudge_verdicts_total{verdict="accepted"} 1.0' in text
     assert 'jaxjudge_warm_pool_size{worker=' in text
 
 
