@@ -17,6 +17,7 @@ from judge.problem import Problem
 from judge.report import TestResult, Timings, VerdictReport
 from judge.sandbox.base import Sandbox
 from judge.sandbox.protocol import ErrorInfo, Job, JobTest, RunOutcome, TestRun, TestStatus
+from judge.sandbox.supervisor import INTERFERED
 from judge.settings import Settings
 from judge.testdata import StoredTest, load_tests
 from judge.values import render, render_input
@@ -25,6 +26,7 @@ from judge.verdict import Verdict, overall
 STATUS_VERDICT: dict[str, Verdict] = {
     "error": Verdict.RUNTIME_ERROR,
     "crashed": Verdict.RUNTIME_ERROR,
+    "interfered": Verdict.RUNTIME_ERROR,
     "timeout": Verdict.TIME_LIMIT_EXCEEDED,
     "memory": Verdict.MEMORY_LIMIT_EXCEEDED,
     "output_limit": Verdict.OUTPUT_LIMIT_EXCEEDED,
@@ -51,14 +53,18 @@ def decode_code(data: bytes, settings: Settings, noun: str = "the file") -> str:
 
 
 def make_job(problem: Problem, code: str, inputs: list[dict[str, dict]], settings: Settings,
-             label: str = "") -> Job:
+             label: str = "", hidden: list[bool] | None = None) -> Job:
+    """The job for ``code``: the tests in order (samples first); ``hidden`` marks the tests
+    whose texts the supervisor drops (none for a trusted run, such as building)."""
     args = problem.spec.entry_point.args
+    hidden = hidden or [False] * len(inputs)
     return Job(
         code=code,
         entry_point=problem.spec.entry_point.name,
         tests=[
-            JobTest(index=i, args=[test[a.name] for a in args], kinds=[a.type for a in args])
-            for i, test in enumerate(inputs)
+            JobTest(index=i, args=[test[a.name] for a in args], kinds=[a.type for a in args],
+                    hidden=secret)
+            for i, (test, secret) in enumerate(zip(inputs, hidden, strict=True))
         ],
         limits=problem.limits(settings),
         label=label,
@@ -70,7 +76,8 @@ def grade(problem: Problem, code: str, *, sandbox: Sandbox, settings: Settings,
     """Grade ``code`` against every stored test of ``problem``."""
     started = time.monotonic()
     tests = load_tests(problem)
-    job = make_job(problem, code, [t.args for t in tests], settings, label)
+    job = make_job(problem, code, [t.args for t in tests], settings, label,
+                   hidden=[t.visibility == "hidden" for t in tests])
     outcome = sandbox.run(job)
     report = judge_outcome(problem.id, problem.version, tests, outcome, problem.checker, settings)
     timings = report.timings.model_copy(update={"total_ms": (time.monotonic() - started) * 1000})
@@ -109,6 +116,7 @@ HIDDEN_MESSAGES: dict[str, str] = {
     "memory": "the submission ran out of memory",
     "output_limit": "the submission went over the output limit (printed output or return value)",
     "crashed": "the submission's process died during the test",
+    "interfered": INTERFERED,
 }
 
 
@@ -192,6 +200,9 @@ def judge_outcome(problem_id: str, version: str, tests: list[StoredTest], outcom
         message = outcome.message
         results = [_uniform(t, Verdict.RUNTIME_ERROR, f"not run: {outcome.message}")
                    for t in tests]
+    elif outcome.status == "interfered":
+        message = INTERFERED
+        results = [_uniform(t, Verdict.RUNTIME_ERROR, f"not run: {INTERFERED}") for t in tests]
     elif outcome.status == "internal_error" or set(runs) != set(range(len(tests))):
         message = f"the judge failed: {outcome.message or 'the sandbox lost tests'}"
         results = [_uniform(t, Verdict.INTERNAL_ERROR, "not run: the judge failed")
@@ -199,6 +210,10 @@ def judge_outcome(problem_id: str, version: str, tests: list[StoredTest], outcom
     else:
         results = [_judge_test(t, runs[i], checker) for i, t in enumerate(tests)]
 
+    interfered = outcome.status == "interfered" or any(
+        r.status == "interfered" for r in outcome.tests)
+    if interfered and not message:
+        message = INTERFERED
     stdout, stderr = outcome.load_stdout, outcome.load_stderr
     hidden_output = False
     for i, test in enumerate(tests):
@@ -225,6 +240,7 @@ def judge_outcome(problem_id: str, version: str, tests: list[StoredTest], outcom
         stdout=_capped(stdout, limit),
         stderr=_capped(stderr, limit),
         judge_version=__version__,
+        interfered=interfered,
         timings=Timings(
             startup_ms=round(outcome.startup_ms, 1),
             import_ms=round(outcome.import_ms, 1),

@@ -55,4 +55,8 @@ class VerdictReport(_Model):
     stderr: str = Field(default="", description="Captured at load and in sample tests; capped.")
     sandbox: str = ""
     judge_version: str = ""
+    interfered: bool = Field(
+        default=False, description="The submission tampered with the judge (rewrote the "
+        "harness, wrote on its channel): the run was stopped and counts as a runtime_error. "
+        "Worth an instructor's look.")
     timings: Timings = Timings()

@@ -2,9 +2,15 @@
 
 The format is written by ``judge.harness.codec`` inside the sandbox; here each value is
 validated against these models (unknown tags or fields, bad base64, a byte count that
-does not match the shape: all rejected) and only then turned into NumPy arrays built from
-the bytes. No object of the submission ever reaches this side, so nothing is ever
-compared with its own ``__eq__``.
+does not match the shape, NaN as a JSON number, an unbounded number: all rejected) and
+only then turned into NumPy arrays built from the bytes. No object of the submission ever
+reaches this side, so nothing is ever compared with its own ``__eq__``.
+
+An array's layout is worked out here, not believed: the sandbox reports the spec, the
+mesh (axis names, sizes, device ids) and each per-device buffer's device and shape, and
+:meth:`ArrayValue.shards` computes which slice every device holds
+(:mod:`judge.harness.layout`); buffers that do not fit the layout their array claims are
+refused, as a malformed value.
 """
 
 from __future__ import annotations
@@ -28,21 +34,29 @@ from pydantic import (
 )
 
 from judge.harness.codec import ALLOWED_DTYPES
+from judge.harness.layout import LayoutError, shard_indices
 
 MAX_DIMS = 32
 MAX_NAME = 500
+MAX_DIM = 1 << 40
+MAX_DEVICES = 1 << 16
+
 DType = Literal[
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "float32", "float64", "complex64", "complex128",
 ]
 assert set(DType.__args__) == ALLOWED_DTYPES  # type: ignore[attr-defined]
-SpecEntry = Annotated[str, Field(max_length=MAX_NAME)] | None | list[
-    Annotated[str, Field(max_length=MAX_NAME)]
+SpecEntry = Annotated[str, Field(max_length=MAX_NAME)] | None | Annotated[
+    list[Annotated[str, Field(max_length=MAX_NAME)]], Field(max_length=MAX_DIMS)
 ]
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+Dim = Annotated[StrictInt, Field(ge=0, le=MAX_DIM)]
+DeviceId = Annotated[StrictInt, Field(ge=0, le=1 << 31)]
 
 
 class NoneValue(_Model):
@@ -56,7 +70,7 @@ class BoolValue(_Model):
 
 class IntValue(_Model):
     t: Literal["int"]
-    v: StrictInt
+    v: StrictInt  # at most 4,000 digits: Python's own int parsing limit (4,300) applies
 
 
 class FloatValue(_Model):
@@ -74,41 +88,97 @@ class StrValue(_Model):
 
 
 class Shard(_Model):
-    device: StrictInt
-    shape: list[StrictInt] = Field(max_length=MAX_DIMS)
-    index: list[tuple[StrictInt, StrictInt]] = Field(max_length=MAX_DIMS)
+    """The part of an array one device holds: its shape and its slice of every dimension."""
+
+    device: DeviceId
+    shape: list[Dim] = Field(max_length=MAX_DIMS)
+    index: list[tuple[Dim, Dim]] | None = Field(default=None, max_length=MAX_DIMS)
+
+
+class Buffer(_Model):
+    """What the sandbox reports of one per-device buffer: where it is and its shape."""
+
+    device: DeviceId
+    shape: list[Dim] = Field(max_length=MAX_DIMS)
 
 
 class ShardingInfo(_Model):
-    kind: str = Field(max_length=200)
+    kind: Literal["NamedSharding", "SingleDeviceSharding", "other"]
     spec: list[SpecEntry] | None = Field(default=None, max_length=MAX_DIMS)
-    mesh_axes: list[Annotated[str, Field(max_length=MAX_NAME)]] | None = None
-    mesh_shape: list[StrictInt] | None = None
-    shards: list[Shard] = Field(default_factory=list, max_length=4096)
+    mesh_axes: list[Annotated[str, Field(max_length=MAX_NAME)]] | None = Field(
+        default=None, max_length=MAX_DIMS)
+    mesh_shape: list[Annotated[StrictInt, Field(ge=1, le=MAX_DEVICES)]] | None = Field(
+        default=None, max_length=MAX_DIMS)
+    mesh_devices: list[DeviceId] | None = Field(default=None, max_length=MAX_DEVICES)
+    buffers: list[Buffer] | None = Field(default=None, max_length=MAX_DEVICES)
+    shards: list[Shard] = Field(
+        default_factory=list, max_length=MAX_DEVICES,
+        description="Stored by builds before the judge computed layouts itself; a value "
+        "from a sandbox reports buffers instead.")
 
 
 class ArrayValue(_Model):
     t: Literal["array"]
     dtype: DType
-    shape: list[Annotated[int, Field(ge=0)]] = Field(max_length=MAX_DIMS)
+    shape: list[Dim] = Field(max_length=MAX_DIMS)
     data: str
-    orig_dtype: str | None = Field(default=None, max_length=50)
+    orig_dtype: Literal["bfloat16"] | None = None
     sharding: ShardingInfo | None = None
 
     @model_validator(mode="after")
     def _bytes_fit(self) -> ArrayValue:
         self._raw()
+        self.shards()
         return self
 
     def _raw(self) -> bytes:
+        needed = math.prod(self.shape) * np.dtype(self.dtype).itemsize
+        if len(self.data) != 4 * ((needed + 2) // 3):
+            raise ValueError(f"array data has the wrong length for shape {self.shape}")
         try:
             raw = base64.b64decode(self.data, validate=True)
         except binascii.Error as exc:
             raise ValueError(f"array data is not base64: {exc}") from None
-        needed = math.prod(self.shape) * np.dtype(self.dtype).itemsize
         if len(raw) != needed:
             raise ValueError(f"array data has {len(raw)} bytes, shape {self.shape} needs {needed}")
         return raw
+
+    def shards(self) -> dict[int, Shard]:
+        """Device id -> the shard it holds, worked out from the layout the array claims and
+        checked against the buffers the sandbox reported (ValueError when they disagree).
+        Empty for an array without a sharding."""
+        info = self.sharding
+        if info is None:
+            return {}
+        if info.buffers is None:  # stored by an older build, with JAX's own indices
+            return {s.device: s for s in info.shards}
+        if info.shards:
+            raise ValueError("an array reports both buffers and shards")
+        reported = {b.device: tuple(b.shape) for b in info.buffers}
+        if len(reported) != len(info.buffers):
+            raise ValueError("two buffers of the array are on one device")
+        if info.kind == "NamedSharding":
+            if info.spec is None or info.mesh_axes is None or info.mesh_shape is None \
+                    or info.mesh_devices is None:
+                raise ValueError("a NamedSharding without its spec or mesh")
+            try:
+                where = shard_indices(info.spec, info.mesh_axes, info.mesh_shape,
+                                      info.mesh_devices, self.shape)
+            except LayoutError as exc:
+                raise ValueError(f"the array's layout is impossible: {exc}") from None
+            shards = {d: Shard(device=d, shape=[b - a for a, b in index],
+                               index=[(a, b) for a, b in index])
+                      for d, index in where.items()}
+        elif info.kind == "SingleDeviceSharding":
+            if len(reported) != 1:
+                raise ValueError("a single-device array with several buffers")
+            whole = [(0, n) for n in self.shape]
+            shards = {d: Shard(device=d, shape=list(self.shape), index=whole) for d in reported}
+        else:  # a layout the judge does not read: shapes as reported, no slices
+            return {d: Shard(device=d, shape=list(s)) for d, s in reported.items()}
+        if {d: tuple(s.shape) for d, s in shards.items()} != reported:
+            raise ValueError("the array's buffers do not match its layout")
+        return shards
 
     def to_numpy(self) -> np.ndarray:
         """Rebuild the array from its bytes (checked against dtype and shape)."""
@@ -135,8 +205,9 @@ class PSpecValue(_Model):
 class NamedShardingValue(_Model):
     t: Literal["named_sharding"]
     spec: list[SpecEntry] = Field(max_length=MAX_DIMS)
-    mesh_axes: list[Annotated[str, Field(max_length=MAX_NAME)]]
-    mesh_shape: list[StrictInt]
+    mesh_axes: list[Annotated[str, Field(max_length=MAX_NAME)]] = Field(max_length=MAX_DIMS)
+    mesh_shape: list[Annotated[StrictInt, Field(ge=1, le=MAX_DEVICES)]] = Field(
+        max_length=MAX_DIMS)
 
 
 class TreeValue(_Model):

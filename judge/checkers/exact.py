@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from judge.checkers import reasons
 from judge.checkers.base import Checker, CheckerParams, CheckResult
 from judge.checkers.numeric import as_arrays, mismatch
 from judge.checkers.structure import compare_structure
@@ -56,10 +57,8 @@ class ExactChecker(Checker):
         exp, got = arrays
         exp_dtype, got_dtype = _dtype(expected, exp), _dtype(received, got)
         if self.params.strict_dtype and exp_dtype != got_dtype:
-            return CheckResult.fail(
-                f"the result has dtype {got_dtype}, which is not the expected dtype",
-                f"the result has dtype {got_dtype}, expected {exp_dtype}",
-            )
+            return CheckResult.fail(reasons.DTYPE,
+                                    f"the result has dtype {got_dtype}, expected {exp_dtype}")
         with np.errstate(invalid="ignore"):
             equal = exp == got
         if self.params.nan_equal and exp.dtype.kind in "fc" and got.dtype.kind in "fc":

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from judge.checkers import reasons
 from judge.checkers.base import CheckResult
 from judge.values import NotNumeric, to_numeric
 
@@ -23,16 +24,14 @@ def as_arrays(expected: Any, received: Any) -> tuple[np.ndarray, np.ndarray] | C
     try:
         got = to_numeric(received)
     except NotNumeric as exc:
-        return CheckResult.fail(f"the result is not a numeric array: it is {exc}")
+        return CheckResult.fail(reasons.NOT_NUMERIC, f"the result is not a numeric array: it is {exc}")
     if got.shape != exp.shape:
-        return CheckResult.fail(
-            f"the result has shape {got.shape}, which is not the expected shape",
-            f"the result has shape {got.shape}, expected shape {exp.shape}",
-        )
+        return CheckResult.fail(reasons.SHAPE,
+                                f"the result has shape {got.shape}, expected shape {exp.shape}")
     ek, gk = exp.dtype.kind, got.dtype.kind
     if (ek == "b") != (gk == "b") or (gk == "c" and ek != "c"):
         return CheckResult.fail(
-            f"the result holds {KIND_NAMES.get(gk, gk)} values, which is not the expected kind",
+            reasons.KIND,
             f"the result holds {KIND_NAMES.get(gk, gk)} values, expected {KIND_NAMES.get(ek, ek)}",
         )
     return exp, got
@@ -46,4 +45,4 @@ def mismatch(exp: np.ndarray, bad: np.ndarray, got: np.ndarray) -> CheckResult:
         f"{count} of {exp.size} values differ{where}: expected {exp[first] if exp.ndim else exp}, "
         f"got {got[first] if exp.ndim else got}"
     )
-    return CheckResult.fail(f"{count} of {exp.size} values are wrong{where}", detail)
+    return CheckResult.fail(reasons.VALUES, detail)

@@ -19,11 +19,12 @@ from typing import Any
 
 from pydantic import Field
 
+from judge.checkers import reasons
 from judge.checkers.allclose import AllcloseParams, close
 from judge.checkers.base import Checker, CheckerParams, CheckResult
 from judge.checkers.numeric import as_arrays
 from judge.checkers.structure import compare_layout, compare_structure
-from judge.values import ArrayValue, ShardingInfo
+from judge.values import ArrayValue
 
 
 class ShardingParams(CheckerParams):
@@ -53,39 +54,38 @@ class ShardingChecker(Checker):
         if not isinstance(expected, ArrayValue) or expected.sharding is None:
             return CheckResult.ok()
         if not isinstance(received, ArrayValue) or received.sharding is None:
-            return CheckResult.fail("the result is not a jax.Array, so it has no sharding")
-        return self._layout(expected.sharding, received.sharding)
+            return CheckResult.fail(reasons.NOT_JAX_ARRAY)
+        return self._layout(expected, received)
 
-    def _layout(self, exp: ShardingInfo, got: ShardingInfo) -> CheckResult:
+    def _layout(self, expected: ArrayValue, received: ArrayValue) -> CheckResult:
+        exp, got = expected.sharding, received.sharding
+        assert exp is not None and got is not None
         if exp.spec is not None:
             if got.spec is None:
-                return CheckResult.fail(
-                    f"the array has a {got.kind}, not a NamedSharding over a mesh"
-                )
+                return CheckResult.fail(reasons.NOT_NAMED,
+                                        f"the array has a {got.kind}, not a NamedSharding")
             result = compare_layout(exp.spec, exp.mesh_axes, exp.mesh_shape,
                                     got.spec, got.mesh_axes, got.mesh_shape)
             if not result.passed:
                 return result
         if self.params.shard_shapes or self.params.check_placement:
-            exp_shards = {s.device: s for s in exp.shards}
-            got_shards = {s.device: s for s in got.shards}
+            exp_shards, got_shards = expected.shards(), received.shards()
             if sorted(exp_shards) != sorted(got_shards):
                 return CheckResult.fail(
-                    f"the array is on devices {sorted(got_shards)}, which are not the expected ones",
+                    reasons.DEVICES,
                     f"the array is on devices {sorted(got_shards)}, expected {sorted(exp_shards)}",
                 )
-            for device, shard in exp_shards.items():
+            for device, shard in sorted(exp_shards.items()):
                 mine = got_shards[device]
                 if mine.shape != shard.shape:
                     return CheckResult.fail(
-                        f"device {device} holds a shard of shape {tuple(mine.shape)}, "
-                        "which is not the expected shard shape",
+                        reasons.SHARD_SHAPE.format(expected_device=device),
                         f"device {device} holds a shard of shape {tuple(mine.shape)}, "
                         f"expected {tuple(shard.shape)}",
                     )
                 if self.params.check_placement and mine.index != shard.index:
                     return CheckResult.fail(
-                        f"device {device} holds the wrong part of the array",
+                        reasons.PLACEMENT.format(expected_device=device),
                         f"device {device} holds {mine.index}, expected {shard.index}",
                     )
         return CheckResult.ok()

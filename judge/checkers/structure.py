@@ -6,7 +6,9 @@ compared leaf by leaf at their key paths, so a nested dict with the same leaves 
 paths matches too; the ``.value`` step of an ``nnx.Variable`` is ignored, so
 ``nnx.State`` matches ``state.to_pure_dict()``), PartitionSpecs and NamedShardings (normalised), strings and None
 (equal). Numeric leaves go to the checker's
-own ``leaf`` function. Messages name the path, which is structure, not data.
+own ``leaf`` function. A failure's ``reason`` names the path in the *expected* value and
+one of the fixed sentences of :mod:`judge.checkers.reasons`; what the submission returned
+(its keys, its spec, its mesh, its type) is only in the ``detail``.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from judge.checkers import reasons
 from judge.checkers.base import CheckResult
 from judge.values import (
     ArrayValue,
@@ -74,10 +77,10 @@ def _compare(expected: Any, received: Any, leaf: Leaf, path: str) -> CheckResult
         return _at(path, leaf(expected, received))
     if isinstance(expected, ListValue) and not isinstance(received, TreeValue):
         if not isinstance(received, ListValue):
-            return _at(path, CheckResult.fail(f"expected a {expected.t}, got {_kind(received)}"))
+            return _at(path, _wrong_type(expected, received))
         if len(received.items) != len(expected.items):
             return _at(path, CheckResult.fail(
-                f"the {expected.t} has {len(received.items)} items, which is not the expected count",
+                reasons.LENGTH.format(expected_kind=expected.t),
                 f"the {expected.t} has {len(received.items)} items, expected {len(expected.items)}",
             ))
         for i, (e, r) in enumerate(zip(expected.items, received.items, strict=True)):
@@ -93,20 +96,18 @@ def _compare(expected: Any, received: Any, leaf: Leaf, path: str) -> CheckResult
         fits = (ListValue | DictValue | TreeValue) if isinstance(expected, TreeValue) else (
             TreeValue if isinstance(expected, ListValue) else DictValue | TreeValue)
         if not isinstance(received, fits):
-            return _at(path, CheckResult.fail(f"expected {_kind(expected)}, got {_kind(received)}"))
+            return _at(path, _wrong_type(expected, received))
         return _compare_keyed(flatten(expected), flatten(received), leaf, path, lambda k: k)
     if isinstance(expected, PSpecValue):
         if not isinstance(received, PSpecValue):
-            return _at(path, CheckResult.fail(f"expected a PartitionSpec, got {_kind(received)}"))
+            return _at(path, _wrong_type(expected, received))
         if normalize_spec(expected.v) != normalize_spec(received.v):
             return _at(path, CheckResult.fail(
-                f"the PartitionSpec {format_spec(received.v)} is not the expected one",
-                f"got {format_spec(received.v)}, expected {format_spec(expected.v)}",
-            ))
+                reasons.PSPEC, f"got {format_spec(received.v)}, expected {format_spec(expected.v)}"))
         return CheckResult.ok()
     if isinstance(expected, NamedShardingValue):
         if not isinstance(received, NamedShardingValue):
-            return _at(path, CheckResult.fail(f"expected a NamedSharding, got {_kind(received)}"))
+            return _at(path, _wrong_type(expected, received))
         return _at(path, compare_layout(
             expected.spec, expected.mesh_axes, expected.mesh_shape,
             received.spec, received.mesh_axes, received.mesh_shape,
@@ -114,23 +115,31 @@ def _compare(expected: Any, received: Any, leaf: Leaf, path: str) -> CheckResult
     if isinstance(expected, NoneValue | StrValue):
         if type(received) is not type(expected) or received != expected:
             return _at(path, CheckResult.fail(
-                f"got {_kind(received)}, which is not the expected value",
+                reasons.NOT_EQUAL,
                 f"got {render(received, 200)}, expected {render(expected, 200)}",
             ))
         return CheckResult.ok()
-    return _at(path, CheckResult.fail(f"the expected value ({_kind(expected)}) cannot be compared"))
+    return _at(path, CheckResult.fail(reasons.CANNOT_COMPARE))
+
+
+def _wrong_type(expected: Any, received: Any) -> CheckResult:
+    kind = reasons.EXPECTED_KINDS[expected.t]
+    return CheckResult.fail(reasons.WRONG_TYPE.format(expected_kind=kind),
+                            f"expected {kind}, got {_kind(received)}")
 
 
 def _compare_keyed(exp: dict[str, Any], got: dict[str, Any], leaf: Leaf, path: str,
                    step: Callable[[str], str]) -> CheckResult:
     missing, extra = sorted(set(exp) - set(got)), sorted(set(got) - set(exp))
     if missing or extra:
-        parts = []
-        if missing:
-            parts.append(f"missing {', '.join(missing[:5])}")
+        names = ", ".join(missing[:5])
+        reason = (reasons.KEYS_BOTH if missing and extra else
+                  reasons.KEYS_MISSING if missing else reasons.KEYS_EXTRA)
+        parts = [f"missing {names}"] if missing else []
         if extra:
             parts.append(f"unexpected {', '.join(extra[:5])}")
-        return _at(path, CheckResult.fail(f"the keys differ: {'; '.join(parts)}"))
+        return _at(path, CheckResult.fail(reason.format(expected_keys=names), "the keys differ: "
+                                          + "; ".join(parts)))
     for key in exp:
         result = _compare(exp[key], got[key], leaf, f"{path}{step(key)}")
         if not result.passed:
@@ -147,16 +156,12 @@ def compare_layout(
     exp_mesh = dict(zip(exp_axes or [], exp_shape or [], strict=False))
     got_mesh = dict(zip(got_axes or [], got_shape or [], strict=False))
     if list(exp_mesh.items()) != list(got_mesh.items()):
-        return CheckResult.fail(
-            f"the mesh is {_mesh(got_mesh)}, which is not the expected mesh",
-            f"the mesh is {_mesh(got_mesh)}, expected {_mesh(exp_mesh)}",
-        )
+        return CheckResult.fail(reasons.MESH,
+                                f"the mesh is {_mesh(got_mesh)}, expected {_mesh(exp_mesh)}")
     trivial = {axis for axis, size in exp_mesh.items() if size == 1}
     if normalize_spec(exp_spec, trivial) != normalize_spec(got_spec, trivial):
-        return CheckResult.fail(
-            f"the PartitionSpec {format_spec(got_spec)} is not the expected one",
-            f"got {format_spec(got_spec)}, expected {format_spec(exp_spec)}",
-        )
+        return CheckResult.fail(reasons.PSPEC,
+                                f"got {format_spec(got_spec)}, expected {format_spec(exp_spec)}")
     return CheckResult.ok()
 
 
@@ -169,11 +174,8 @@ def _key(key: str) -> str:
 
 
 def _kind(value: Any) -> str:
+    """What a received value is, for a sample test's detail (names its type)."""
     kind = getattr(value, "t", "?")
     if kind == "opaque":
         return f"an object of type {value.type}"
-    return {
-        "none": "None", "bool": "a bool", "int": "an int", "float": "a float", "str": "a string",
-        "array": "an array", "list": "a list", "tuple": "a tuple", "dict": "a dict",
-        "pspec": "a PartitionSpec", "named_sharding": "a NamedSharding", "tree": "a pytree",
-    }.get(kind, "a value")
+    return reasons.EXPECTED_KINDS.get(kind, "a value")

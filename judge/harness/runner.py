@@ -3,7 +3,10 @@
 Everything here runs in the sandbox next to the submission, so nothing in it is trusted
 by the other side: the harness reports what the submission returned and how long it took
 by its own clock, and the trusted side checks times against its own clock and decides
-every verdict itself.
+every verdict itself. The harness holds as little as it can: the submission's code and
+limits, then one test's inputs at a time (never an expected output, never a later test's
+inputs), and what it uses to encode results and write protocol lines is bound before the
+submission loads and watched by :mod:`judge.harness.integrity`.
 """
 
 from __future__ import annotations
@@ -19,12 +22,13 @@ import threading
 import time
 import traceback
 import types
+from collections.abc import Callable
 from typing import Any
 
 from judge.harness import HARNESS_VERSION, PROTOCOL_FD_ENV
 
 FILENAME = "submission.py"
-MAX_JOB_BYTES = 64 << 20
+MAX_MESSAGE_BYTES = 64 << 20  # one message from the supervisor (a test's inputs)
 MESSAGE_CHARS = 2_000
 TRACEBACK_CHARS = 4_000
 DEVICE_COUNT = 8
@@ -34,21 +38,21 @@ class TimeLimit(BaseException):
     """Raised by the per-test alarm. A BaseException, so ``except Exception`` won't eat it."""
 
 
-class Protocol:
-    """Writes one JSON object per line to the descriptor saved before the redirects."""
+def make_sender(fd: int) -> Callable[..., None]:
+    """``send(event, **fields)``: one JSON line on the protocol descriptor, written with
+    functions bound now (the submission may rebind ``os.write`` or ``json.dumps``)."""
+    write, dumps = os.write, json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
+    lock, view_of = threading.Lock(), memoryview
 
-    def __init__(self, fd: int) -> None:
-        self._fd = fd
-        self._lock = threading.Lock()
-
-    def send(self, event: str, **fields: Any) -> None:
-        line = json.dumps({"event": event, **fields}, separators=(",", ":"), allow_nan=False)
-        data = (line + "\n").encode()
-        with self._lock:
-            view = memoryview(data)
+    def send(event: str, **fields: Any) -> None:
+        data = (dumps({"event": event, **fields}) + "\n").encode()
+        with lock:
+            view = view_of(data)
             while view:
-                written = os.write(self._fd, view)
+                written = write(fd, view)
                 view = view[written:]
+
+    return send
 
 
 class Capture:
@@ -150,8 +154,27 @@ def _timed(seconds: float, fn: Any, *args: Any) -> Any:
         signal.setitimer(signal.ITIMER_REAL, 0)
 
 
+class Inbox:
+    """The supervisor's messages, one JSON line each, on a private copy of descriptor 0
+    (descriptor 0 itself becomes /dev/null before the submission loads)."""
+
+    def __init__(self) -> None:
+        self._file = os.fdopen(os.dup(0), "rb")
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+
+    def next(self) -> dict[str, Any] | None:
+        line = self._file.readline(MAX_MESSAGE_BYTES + 1)
+        if not line.endswith(b"\n"):
+            return None  # the supervisor closed the channel (or sent too much)
+        message: dict[str, Any] = json.loads(line)
+        return message
+
+
 def main() -> None:
-    proto = Protocol(os.dup(int(os.environ.get(PROTOCOL_FD_ENV, "1"))))
+    protocol_fd = os.dup(int(os.environ.get(PROTOCOL_FD_ENV, "1")))
+    send = make_sender(protocol_fd)
     os.environ["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={DEVICE_COUNT}"
     os.environ["JAX_PLATFORMS"] = "cpu"
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -167,10 +190,13 @@ def main() -> None:
     import numpy as np
     from flax import nnx  # noqa: F401
 
-    from judge.harness import codec
+    from judge.harness import codec, integrity
 
     devices = len(jax.devices())
-    proto.send(
+    encode = codec.make_encoder()
+    inbox = Inbox()
+    tripwire = integrity.snapshot(protocol_fd, encode, [send, _timed, _error, _convert])
+    send(
         "ready",
         harness_version=HARNESS_VERSION,
         import_ms=(time.perf_counter() - t0) * 1000,
@@ -179,15 +205,27 @@ def main() -> None:
         devices=devices,
     )
 
-    job = json.loads(sys.stdin.buffer.read(MAX_JOB_BYTES))
+    def interfered(index: int | None) -> bool:
+        """Report tampering and leave, if the tripwire says there was some."""
+        try:
+            what = tripwire.changed()
+        except BaseException:
+            what = "the integrity check failed"
+        if what is None:
+            return False
+        with contextlib.suppress(BaseException):
+            os.write(2, f"jaxjudge harness: {what}\n".encode())
+        send("interfered", index=index)
+        os._exit(0)
+
+    job = inbox.next()
+    if job is None or job.get("op") != "load":
+        os._exit(0)  # the supervisor went away
     limits = job["limits"]
     test_seconds = float(limits["test_seconds"])
     output_bytes = int(limits["output_bytes"])
     result_bytes = int(limits["result_bytes"])
     _lower_limit(resource.RLIMIT_FSIZE, output_bytes + 1)  # a pooled sandbox starts higher
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
-    os.close(null)
     capture = Capture(int(limits["segment_bytes"]))
 
     code: str = job["code"]
@@ -203,19 +241,28 @@ def main() -> None:
         if not callable(entry):
             raise LookupError(f"the submission defines no function named {job['entry_point']!r}")
     except TimeLimit:
-        proto.send("load_timeout", time_ms=(time.perf_counter() - t_load) * 1000, **capture.segment())
+        send("load_timeout", time_ms=(time.perf_counter() - t_load) * 1000, **capture.segment())
         os._exit(0)
     except BaseException as exc:  # SyntaxError, ImportError, SystemExit, ...
         info = _error(exc)
         if isinstance(exc, SyntaxError):  # its str() repeats the file and line
             info.update(message=str(exc.msg)[:MESSAGE_CHARS], line=exc.lineno)
-        proto.send("compile_error", error=info, **capture.segment())
+        segment = capture.segment()
+        interfered(None)
+        send("compile_error", error=info, **segment)
         os._exit(0)
-    proto.send("loaded", time_ms=(time.perf_counter() - t_load) * 1000, **capture.segment())
+    load_ms = (time.perf_counter() - t_load) * 1000
+    segment = capture.segment()
+    interfered(None)
+    send("loaded", time_ms=load_ms, **segment)
 
-    for test in job["tests"]:
+    # One test at a time: its input arrives only once the previous result is sent.
+    for _ in range(int(job["tests"])):
+        test = inbox.next()
+        if test is None or test.get("op") != "test":
+            break
         index = test["index"]
-        proto.send("start", index=index)
+        send("start", index=index)
         fields: dict[str, Any] = {}
         status = "ok"
         t = time.perf_counter()
@@ -235,8 +282,9 @@ def main() -> None:
 
             value = _timed(test_seconds, call)
             elapsed = time.perf_counter() - t
+            interfered(index)  # before encoding: the encoder must read an untouched world
             fields["value"] = _timed(
-                test_seconds, lambda v=value: codec.encode(v, max_bytes=result_bytes)
+                test_seconds, lambda v=value: encode(v, max_bytes=result_bytes)
             )
         except TimeLimit:
             status = "timeout"
@@ -250,9 +298,10 @@ def main() -> None:
         if capture.total() > output_bytes:
             status = "output_limit"
             fields = {"message": f"the submission wrote more than {output_bytes} bytes"}
-        proto.send("result", index=index, status=status, time_ms=elapsed * 1000,
-                   **fields, **capture.segment())
+        segment = capture.segment()
+        interfered(index)  # encoding and flushing may have run the submission's code
+        send("result", index=index, status=status, time_ms=elapsed * 1000, **fields, **segment)
         if status in ("output_limit", "timeout"):
             break  # the run is over: the trusted side marks the rest as not run
-    proto.send("done")
+    send("done")
     os._exit(0)

@@ -195,13 +195,16 @@ class DockerChannel(QueuedLines):
                     if chunk is None:
                         break
                     size -= len(chunk)
+                    scan = len(pending)  # only new bytes can hold a newline: linear time
                     pending += chunk
-                    while (newline := pending.find(b"\n")) >= 0:
-                        line, pending = bytes(pending[: newline + 1]), pending[newline + 1 :]
+                    start = 0
+                    while (newline := pending.find(b"\n", max(scan, start))) >= 0:
+                        line, start = bytes(pending[start : newline + 1]), newline + 1
                         if len(line) > self.max_line:
                             self.lines.put(OVERFLOW)
                             return
                         self.lines.put(line)
+                    del pending[:start]
                     if len(pending) > self.max_line:
                         self.lines.put(OVERFLOW)
                         return
@@ -215,12 +218,11 @@ class DockerChannel(QueuedLines):
     def alive(self) -> bool:
         return not self._dead.is_set()
 
-    def send(self, data: bytes) -> None:
-        try:
-            self._sock.sendall(data)
-            self._sock.shutdown(socket.SHUT_WR)
-        except OSError:
-            pass  # the container is gone; the supervisor will read EOF
+    def _write_input(self, data: bytes) -> None:
+        self._sock.sendall(data)
+
+    def _end_input(self) -> None:
+        self._sock.shutdown(socket.SHUT_WR)
 
     def kill(self) -> None:
         if self._killed:

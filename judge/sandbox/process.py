@@ -83,13 +83,14 @@ class ProcessChannel(QueuedLines):
                 if room > 0:
                     self.stderr += chunk[:room]
 
-    def send(self, data: bytes) -> None:
+    def _write_input(self, data: bytes) -> None:
         assert self.proc.stdin is not None
-        try:
-            self.proc.stdin.write(data)
-            self.proc.stdin.close()
-        except OSError:
-            pass  # the harness died; the supervisor will read EOF
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
+
+    def _end_input(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
 
     def kill(self) -> None:
         if self._killed:

@@ -1,24 +1,42 @@
 """Wire types between the trusted side and the harness, declared once.
 
-``Job`` is what goes into a sandbox (on the harness's standard input). The ``*Event``
-models validate each line that comes out; ``RunOutcome`` is what a sandbox backend hands
-back to the grader. Nothing here holds an expected output.
+Into the sandbox, one JSON object per line on the harness's standard input, streamed:
+:class:`LoadMessage` (the code, the entry point, the limits and how many tests follow),
+then one :class:`TestMessage` per test, each sent only once the previous test's result is
+in, samples first. So no test's input is in the sandbox before its own test starts.
+
+Out of the sandbox, the ``*Event`` models validate each line; :class:`RunOutcome` is
+what a sandbox backend hands back to the grader. Nothing here holds an expected output.
+
+Every line that comes out is untrusted: it is parsed by pydantic's JSON parser (linear
+time, nesting capped, ``NaN`` and infinities refused) and every number and string in it
+is bounded, so a line the submission forged can be wrong, never unstorable.
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, model_validator
 
 from judge.values import Value
 
+# Bounds on every number that comes out of a sandbox.
+MAX_MS = 1e8  # a day, in milliseconds
+MAX_INDEX = 1_000_000
+MAX_BYTES = 1 << 50
+
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
-# -- into the sandbox -------------------------------------------------------------------
+Millis = Annotated[float, Field(ge=0, le=MAX_MS)]
+Index = Annotated[StrictInt, Field(ge=0, le=MAX_INDEX)]
+ByteCount = Annotated[StrictInt, Field(ge=0, le=MAX_BYTES)]
+
+
+# -- what the trusted side asks for ------------------------------------------------------
 
 
 class Limits(_Model):
@@ -30,14 +48,21 @@ class Limits(_Model):
     segment_bytes: int = Field(gt=0, description="Output sent back per test.")
 
 
+ArgKind = Literal["float", "int", "array", "numpy", "str", "bool", "any"]
+
+
 class JobTest(_Model):
     index: int
     args: list[dict[str, Any]] = Field(description="Encoded inputs, in the entry point's order.")
-    kinds: list[Literal["float", "int", "array", "numpy", "str", "bool", "any"]]
+    kinds: list[ArgKind]
+    hidden: bool = Field(
+        default=False, description="Never sent: a hidden test's texts (output, error "
+        "messages) are dropped on arrival, and its input goes in only when it starts.")
 
 
 class Job(_Model):
-    """One submission and the inputs of its tests."""
+    """One submission and the inputs of its tests, samples first. Held on the trusted
+    side; the supervisor streams it into the sandbox piece by piece."""
 
     code: str
     entry_point: str
@@ -45,8 +70,32 @@ class Job(_Model):
     limits: Limits
     label: str = Field(default="", description="Tags the sandbox (submission id).")
 
+    @model_validator(mode="after")
+    def _samples_first(self) -> Job:
+        hidden = [t.hidden for t in self.tests]
+        if hidden != sorted(hidden):
+            raise ValueError("a job's sample tests must all come before its hidden tests")
+        return self
 
-# -- out of the sandbox -----------------------------------------------------------------
+
+class LoadMessage(_Model):
+    op: Literal["load"] = "load"
+    code: str
+    entry_point: str
+    limits: Limits
+    tests: int = Field(ge=0, description="How many test messages will follow.")
+
+
+class TestMessage(_Model):
+    __test__ = False  # not a pytest class
+
+    op: Literal["test"] = "test"
+    index: int
+    args: list[dict[str, Any]]
+    kinds: list[ArgKind]
+
+
+# -- what comes out ------------------------------------------------------------------------
 
 Text = Annotated[str, Field(max_length=1 << 20)]
 
@@ -54,34 +103,34 @@ Text = Annotated[str, Field(max_length=1 << 20)]
 class ErrorInfo(_Model):
     type: Annotated[str, Field(max_length=200)]
     message: Annotated[str, Field(max_length=4_000)]
-    line: StrictInt | None = None
+    line: Annotated[StrictInt, Field(ge=0, le=10**7)] | None = None
     traceback: Annotated[str, Field(max_length=8_000)] = ""
 
 
 class _Segment(_Model):
     stdout: Text = ""
     stderr: Text = ""
-    stdout_bytes: Annotated[int, Field(ge=0)] = 0
-    stderr_bytes: Annotated[int, Field(ge=0)] = 0
+    stdout_bytes: ByteCount = 0
+    stderr_bytes: ByteCount = 0
 
 
 class ReadyEvent(_Model):
     event: Literal["ready"]
     harness_version: Annotated[str, Field(max_length=50)]
-    import_ms: float
+    import_ms: Millis
     jax_version: Annotated[str, Field(max_length=50)]
     flax_version: Annotated[str, Field(max_length=50)]
-    devices: int
+    devices: Annotated[StrictInt, Field(ge=0, le=1 << 16)]
 
 
 class LoadedEvent(_Segment):
     event: Literal["loaded"]
-    time_ms: float
+    time_ms: Millis
 
 
 class LoadTimeoutEvent(_Segment):
     event: Literal["load_timeout"]
-    time_ms: float
+    time_ms: Millis
 
 
 class CompileErrorEvent(_Segment):
@@ -89,19 +138,33 @@ class CompileErrorEvent(_Segment):
     error: ErrorInfo
 
 
+class InterferedEvent(_Model):
+    """The harness found itself tampered with (its code, the encoder's types, the
+    protocol descriptor) after loading the submission or after a test."""
+
+    event: Literal["interfered"]
+    index: Index | None = None
+
+
 class StartEvent(_Model):
     event: Literal["start"]
-    index: int
+    index: Index
 
 
 class ResultEvent(_Segment):
     event: Literal["result"]
-    index: int
+    index: Index
     status: Literal["ok", "error", "timeout", "memory", "output_limit"]
-    time_ms: float = Field(ge=0)
+    time_ms: Millis
     value: Value | None = None
     error: ErrorInfo | None = None
     message: Annotated[str, Field(max_length=4_000)] = ""
+
+    @model_validator(mode="after")
+    def _ok_has_a_value(self) -> ResultEvent:
+        if (self.status == "ok") != (self.value is not None):
+            raise ValueError("an ok result carries a value, and only an ok result does")
+        return self
 
 
 class DoneEvent(_Model):
@@ -113,6 +176,7 @@ Event = Annotated[
     | LoadedEvent
     | LoadTimeoutEvent
     | CompileErrorEvent
+    | InterferedEvent
     | StartEvent
     | ResultEvent
     | DoneEvent,
@@ -122,11 +186,15 @@ Event = Annotated[
 
 # -- what a backend hands back ----------------------------------------------------------
 
-TestStatus = Literal["ok", "error", "timeout", "memory", "output_limit", "crashed", "not_run"]
+TestStatus = Literal[
+    "ok", "error", "timeout", "memory", "output_limit", "crashed", "interfered", "not_run"
+]
 
 
 class TestRun(_Segment):
-    """What happened to one test inside the sandbox (before any checking)."""
+    """What happened to one test inside the sandbox (before any checking). For a hidden
+    test the supervisor keeps only what the judge itself measured or needs: the status,
+    the value to check, its own clock; never a text the submission wrote."""
 
     index: int
     status: TestStatus
@@ -142,7 +210,8 @@ class TestRun(_Segment):
 class RunOutcome(_Model):
     """Everything a sandbox backend learned from one run of the harness."""
 
-    status: Literal["completed", "compile_error", "load_timeout", "load_crashed", "internal_error"]
+    status: Literal["completed", "compile_error", "load_timeout", "load_crashed",
+                    "interfered", "internal_error"]
     message: str = ""
     error: ErrorInfo | None = None
     tests: list[TestRun] = Field(default_factory=list)

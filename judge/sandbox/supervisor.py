@@ -2,54 +2,56 @@
 
 A backend (a child process, a container) only has to provide a :class:`Channel`: send
 bytes in, read capped lines out with a timeout, kill, and say how the run ended. The
-supervisor holds the deadlines. It trusts no line: each is size-capped by the channel,
-parsed as JSON and validated against ``judge.sandbox.protocol``; a line that breaks the
-protocol after the submission was loaded is the submission's doing (runtime error), one
-that comes before it is the judge's (internal error).
+supervisor holds the deadlines and the job: it sends the code first, then each test's
+inputs only when that test starts (samples first), so no hidden input is ever in the
+sandbox before its own test. It trusts no line: each is size-capped by the channel and
+parsed and validated in linear time against ``judge.sandbox.protocol`` (pydantic's JSON
+parser: nesting capped, ``NaN`` refused, every number bounded). A line that breaks the
+protocol before the submission was loaded is the judge's fault (internal error); after,
+only the submission can have written it, so it is the submission's: the run stops and the
+test is marked ``interfered`` (a runtime error). For a hidden test the supervisor keeps
+only the status, the value and its own clock: no text the submission wrote.
 """
 
 from __future__ import annotations
 
-import json
 import queue
-import re
 import signal
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any
 from typing import Protocol as TypingProtocol
 
-import numpy as np
 from pydantic import TypeAdapter, ValidationError
 
 from judge.harness import HARNESS_VERSION
 from judge.sandbox.protocol import (
     CompileErrorEvent,
     Event,
+    InterferedEvent,
     Job,
+    JobTest,
     LoadedEvent,
+    LoadMessage,
     LoadTimeoutEvent,
     ReadyEvent,
     ResultEvent,
     RunOutcome,
     StartEvent,
+    TestMessage,
     TestRun,
     TestStatus,
 )
 
-EVENT = TypeAdapter(Event)
+EVENT: TypeAdapter[Any] = TypeAdapter(Event)
 PROTOCOL_SLACK = 64 * 1024  # a result line's JSON around its encoded value
+INTERFERED = "the submission interfered with the judge"
 
 
 def max_line(result_bytes: int) -> int:
     """The longest protocol line a channel accepts for a given result limit."""
     return result_bytes + PROTOCOL_SLACK
-# The codec nests values at most 32 deep; in JSON a list level costs 2 brackets and a dict
-# level 3 ({"items": [[key, value]]}), plus the event and a sharding around them.
-MAX_JSON_DEPTH = 3 * 32 + 16
-_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
-_OPEN = np.frombuffer(b"[{", dtype=np.uint8)
-_CLOSE = np.frombuffer(b"]}", dtype=np.uint8)
 
 
 class Eof:
@@ -89,13 +91,17 @@ class ExitInfo:
 
 
 class QueuedLines:
-    """What every channel shares: a reader thread puts lines (or EOF, OVERFLOW) into
+    """What every channel shares. A reader thread puts lines (or EOF, OVERFLOW) into
     ``lines``; the supervisor takes them with a timeout. A line read ahead (the pool reads
-    ``ready`` before the supervisor does) can be pushed back."""
+    ``ready`` before the supervisor does) can be pushed back. What the supervisor sends
+    goes through a writer thread, so that a harness that stops reading never blocks the
+    supervisor past its deadlines (killing the channel unblocks the writer)."""
 
     def __init__(self) -> None:
         self.lines: queue.Queue[LineResult] = queue.Queue()
         self.pushed: list[bytes] = []
+        self._outbox: queue.Queue[bytes | None] = queue.Queue()
+        self._writer: threading.Thread | None = None
 
     def push_back(self, line: bytes) -> None:
         self.pushed.append(line)
@@ -108,9 +114,44 @@ class QueuedLines:
         except queue.Empty:
             return TIMEOUT
 
+    def send(self, data: bytes) -> None:
+        self._post(data)
+
+    def close_input(self) -> None:
+        self._post(None)
+
+    def _post(self, item: bytes | None) -> None:
+        if self._writer is None:
+            self._writer = threading.Thread(target=self._pump, name="jaxjudge-send",
+                                            daemon=True)
+            self._writer.start()
+        self._outbox.put(item)
+
+    def _pump(self) -> None:
+        while True:
+            item = self._outbox.get()
+            try:
+                if item is None:
+                    self._end_input()
+                    return
+                self._write_input(item)
+            except (OSError, ValueError):
+                return  # the harness is gone: the reader sees end of file
+
+    def _write_input(self, data: bytes) -> None:
+        raise NotImplementedError
+
+    def _end_input(self) -> None:
+        raise NotImplementedError
+
 
 class Channel(TypingProtocol):
-    def send(self, data: bytes) -> None: ...
+    def send(self, data: bytes) -> None:
+        """Queue ``data`` for the harness's standard input; never blocks."""
+
+    def close_input(self) -> None:
+        """End of input: the harness reads end of file once what was sent is read."""
+
     def read_line(self, timeout: float) -> LineResult: ...
     def kill(self) -> None: ...
     def exit_info(self) -> ExitInfo: ...
@@ -121,20 +162,13 @@ class _Violation(Exception):
     pass
 
 
-def _depth_ok(text: bytes) -> bool:
-    """Whether the JSON nests at most MAX_JSON_DEPTH deep, brackets in strings aside."""
-    bare = np.frombuffer(_STRING.sub(b'""', text), dtype=np.uint8)
-    steps = np.isin(bare, _OPEN).astype(np.int32) - np.isin(bare, _CLOSE).astype(np.int32)
-    return not steps.size or int(np.cumsum(steps).max()) <= MAX_JSON_DEPTH
-
-
 def _parse(line: bytes) -> object:
-    if not _depth_ok(line):
-        raise _Violation("a line nested too deeply")
+    """One protocol line as an event, in time linear in its length."""
     try:
-        return EVENT.validate_python(json.loads(line))
-    except (ValueError, ValidationError, RecursionError) as exc:
-        raise _Violation(f"a malformed line ({type(exc).__name__})") from None
+        return EVENT.validate_json(line)
+    except ValidationError as exc:
+        kind = exc.errors(include_url=False, include_input=False)[0]["type"]
+        raise _Violation(f"a malformed line ({kind})") from None
 
 
 def _status_for_exit(info: ExitInfo) -> TestStatus:
@@ -206,8 +240,13 @@ class _Run:
         waited = (time.monotonic() - started) * 1000
         imports = min(ready.import_ms, waited)  # 0 for a pooled harness, ready beforehand
         self.timing = {"startup_ms": waited - imports, "import_ms": imports}
-        self.channel.send(self.job.model_dump_json(exclude={"label"}).encode())
+        job = self.job
+        self.send(LoadMessage(code=job.code, entry_point=job.entry_point, limits=job.limits,
+                              tests=len(job.tests)))
         return self.load()
+
+    def send(self, message: LoadMessage | TestMessage) -> None:
+        self.channel.send(message.model_dump_json().encode() + b"\n")
 
     def outcome(self, **fields: Any) -> RunOutcome:
         return RunOutcome(**{**self.timing, **fields})
@@ -216,31 +255,36 @@ class _Run:
         t0 = time.monotonic()
         try:
             event = self.next_event(t0 + self.limits.test_seconds + self.grace)
-        except _Violation as exc:
-            event = exc
+        except _Violation:
+            event = InterferedEvent(event="interfered")
         load_ms = (time.monotonic() - t0) * 1000
-        not_run = self.not_run(0, "not run: the submission could not be loaded", None)
         if isinstance(event, LoadedEvent):
             return self.tests(load_ms=event.time_ms, load_stdout=event.stdout,
                               load_stderr=event.stderr)
+        self.channel.kill()
         if isinstance(event, CompileErrorEvent):
-            return self.outcome(status="compile_error", error=event.error, tests=not_run,
+            return self.outcome(status="compile_error", error=event.error,
+                                tests=self.not_run(0, "not run: the submission could not be "
+                                                   "loaded", None),
                                 load_stdout=event.stdout, load_stderr=event.stderr,
                                 load_ms=load_ms)
         if isinstance(event, LoadTimeoutEvent) or event is TIMEOUT:
             stdout = event.stdout if isinstance(event, LoadTimeoutEvent) else ""
             return self.outcome(
-                status="load_timeout", tests=not_run, load_ms=load_ms, load_stdout=stdout,
+                status="load_timeout", load_ms=load_ms, load_stdout=stdout,
+                tests=self.not_run(0, "not run: the submission could not be loaded", None),
                 message=f"loading the submission took over {self.limits.test_seconds:g} s")
-        self.channel.kill()
-        if event is EOF:
-            why = self.channel.exit_info().describe()
-        elif event is OVERFLOW:
-            why = "it wrote too much on the judge's channel"
-        else:
-            why = f"the judge's channel was corrupted ({event})"
-        return self.outcome(status="load_crashed", tests=not_run, load_ms=load_ms,
-                            message=f"the submission ended the harness while loading: {why}")
+        if event is EOF or event is OVERFLOW:
+            why = (self.channel.exit_info().describe() if event is EOF
+                   else "it wrote too much on the judge's channel")
+            return self.outcome(
+                status="load_crashed", load_ms=load_ms,
+                tests=self.not_run(0, "not run: the submission could not be loaded", None),
+                message=f"the submission ended the harness while loading: {why}")
+        # A line out of order, malformed or the harness's own alarm: the submission wrote
+        # on the judge's channel, or rewrote the harness.
+        return self.outcome(status="interfered", load_ms=load_ms, message=INTERFERED,
+                            tests=self.not_run(0, f"not run: {INTERFERED}", "interfered"))
 
     def not_run(self, start: int, message: str, cause: TestStatus | None) -> list[TestRun]:
         return [
@@ -253,12 +297,13 @@ class _Run:
         t0 = time.monotonic()
         self.total_deadline = t0 + self.limits.total_seconds + self.grace
         for position, test in enumerate(self.job.tests):
-            run = self.one_test(test.index)
+            run = self.one_test(test)
             runs.append(run)
             if self.stopped:
                 runs += self.not_run(position + 1, "not run: an earlier test ended the run",
                                      run.status)
                 break
+        self.channel.close_input()
         tests_ms = (time.monotonic() - t0) * 1000
         return self.outcome(status="completed", tests=runs, tests_ms=tests_ms,
                             harness_stderr=self.channel.diagnostics(), **load)
@@ -271,9 +316,11 @@ class _Run:
     def total_passed(self) -> bool:
         return time.monotonic() >= self.total_deadline
 
-    def one_test(self, index: int) -> TestRun:
+    def one_test(self, test: JobTest) -> TestRun:
+        index = test.index
         limit = self.limits.test_seconds
         per_test = limit + self.grace
+        self.send(TestMessage(index=index, args=test.args, kinds=test.kinds))
         try:
             start = self.next_event(min(time.monotonic() + per_test, self.total_deadline))
             if not isinstance(start, StartEvent) or start.index != index:
@@ -281,19 +328,10 @@ class _Run:
             t0 = time.monotonic()
             event = self.next_event(min(t0 + per_test, self.total_deadline))
             elapsed = (time.monotonic() - t0) * 1000
-        except _Violation as exc:
-            return self.stop(index, "crashed", f"the judge's channel was corrupted: {exc}")
+        except _Violation:
+            return self.stop(index, "interfered", INTERFERED)
         if isinstance(event, ResultEvent) and event.index == index:
-            # The harness's clock is the submission's to tamper with: the time reported is
-            # ours (start line to result line), and either clock over the limit is a timeout.
-            run = TestRun(**{**event.model_dump(exclude={"event"}), "time_ms": elapsed})
-            over = max(event.time_ms, elapsed - self.transfer_allowance * 1000) > limit * 1000
-            if run.status == "ok" and over:
-                run = run.model_copy(update={"status": "timeout", "value": None,
-                                             "message": f"the test ran over {limit:g} s"})
-            if run.status in ("output_limit", "timeout"):
-                self.stopped = True  # the harness stops after these; so do we
-            return run
+            return self.result(test, event, elapsed)
         if event is TIMEOUT:
             if self.total_passed():
                 return self.stop(index, "timeout",
@@ -301,6 +339,23 @@ class _Run:
                                  elapsed)
             return self.stop(index, "timeout", f"the test ran over {limit:g} s", elapsed)
         return self.unexpected(index, event, elapsed)
+
+    def result(self, test: JobTest, event: ResultEvent, elapsed: float) -> TestRun:
+        """The harness's result, timed by our clock; a hidden test's texts dropped."""
+        limit = self.limits.test_seconds
+        fields = event.model_dump(exclude={"event"})
+        if test.hidden:  # only what the judge needs: no output, no error text
+            fields.update(stdout="", stderr="", error=None, message="")
+        # The harness's clock is the submission's to tamper with: the time reported is
+        # ours (start line to result line), and either clock over the limit is a timeout.
+        run = TestRun(**{**fields, "time_ms": elapsed})
+        over = max(event.time_ms, elapsed - self.transfer_allowance * 1000) > limit * 1000
+        if run.status == "ok" and over:
+            run = run.model_copy(update={"status": "timeout", "value": None,
+                                         "message": f"the test ran over {limit:g} s"})
+        if run.status in ("output_limit", "timeout"):
+            self.stopped = True  # the harness stops after these; so do we
+        return run
 
     def unexpected(self, index: int, event: object, elapsed: float) -> TestRun:
         if event is TIMEOUT:  # silence between two tests
@@ -314,6 +369,5 @@ class _Run:
             return self.stop(index, "output_limit",
                              "the return value or the judge's channel exceeded the size limit",
                              elapsed)
-        return self.stop(index, "crashed",
-                         f"the judge's channel was corrupted (unexpected {type(event).__name__})",
-                         elapsed)
+        # The harness's own report of tampering, or a line it would never write here.
+        return self.stop(index, "interfered", INTERFERED, elapsed)
