@@ -3,7 +3,10 @@
 ``grade(problem, code, sandbox=..., settings=...)`` sends the code and the test *inputs*
 to a sandbox, then compares what comes back with the stored expected outputs here, on the
 trusted side, with the problem's checker. It never raises for anything the submission
-does: every failure is a verdict.
+does: every failure is a verdict. It raises :class:`~judge.errors.ProblemError` for a
+broken package and :class:`~judge.errors.SandboxUnavailable` when the sandbox itself
+failed (the engine is down, the harness did not start): those are no verdict at all, and
+the caller retries or reports them.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import time
 
 from judge import __version__
 from judge.checkers import Checker
-from judge.errors import ProblemError, SubmissionRejected
+from judge.errors import ProblemError, SandboxUnavailable, SubmissionRejected
 from judge.problem import Problem
 from judge.report import TestResult, Timings, VerdictReport
 from judge.sandbox.base import Sandbox
@@ -79,6 +82,10 @@ def grade(problem: Problem, code: str, *, sandbox: Sandbox, settings: Settings,
     job = make_job(problem, code, [t.args for t in tests], settings, label,
                    hidden=[t.visibility == "hidden" for t in tests])
     outcome = sandbox.run(job)
+    if outcome.status == "internal_error":
+        # The harness never got as far as the submission (it did not start, or answered
+        # as another version): the sandbox is broken, not the submission. No verdict.
+        raise SandboxUnavailable(f"the {sandbox.name} sandbox failed: {outcome.message}")
     report = judge_outcome(problem.id, problem.version, tests, outcome, problem.checker, settings)
     timings = report.timings.model_copy(update={"total_ms": (time.monotonic() - started) * 1000})
     return report.model_copy(update={"sandbox": sandbox.name, "timings": timings})

@@ -32,7 +32,7 @@ from docker.api import APIClient
 from docker.types import Ulimit
 
 import docker
-from judge.errors import ConfigError, SandboxError
+from judge.errors import ConfigError, SandboxError, SandboxUnavailable
 from judge.harness import HARNESS_VERSION
 from judge.sandbox.base import Sandbox
 from judge.sandbox.image import DIGEST_LABEL, VERSION_LABEL, harness_digest
@@ -57,13 +57,17 @@ def owner_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
+ENGINE_ERRORS = (docker.errors.DockerException, requests.exceptions.RequestException)
+
+
 def client(settings: Settings) -> APIClient:
-    """A low-level client; raises SandboxError when no engine answers."""
+    """A low-level client; raises SandboxUnavailable when no engine answers."""
     try:
         api = APIClient(base_url=settings.docker_host, timeout=settings.docker_timeout)
         api.ping()
-    except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
-        raise SandboxError(f"no Docker engine answers at {settings.docker_host}: {exc}") from None
+    except ENGINE_ERRORS as exc:
+        raise SandboxUnavailable(
+            f"no Docker engine answers at {settings.docker_host}: {exc}") from None
     return api
 
 
@@ -311,6 +315,14 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
+def _ended_abnormally(outcome: RunOutcome) -> bool:
+    """The run ended in a way an engine outage could also explain."""
+    if outcome.status in ("internal_error", "load_crashed", "load_timeout"):
+        return True
+    return any(t.status in ("crashed", "timeout", "memory", "output_limit")
+               for t in outcome.tests)
+
+
 class DockerSandbox(Sandbox):
     name = "docker"
     isolated = True
@@ -337,21 +349,34 @@ class DockerSandbox(Sandbox):
             raise
 
     def run(self, job: Job) -> RunOutcome:
+        """Raises SandboxUnavailable when the engine failed (no container could be made,
+        or the engine went away during the run): no verdict is given then."""
         try:
             channel = None
             if self.pool is not None:
                 channel = self.pool.acquire(job)
             if channel is None:
                 channel = self.fresh(job)
-        except (docker.errors.DockerException, requests.exceptions.RequestException,
-                SandboxError) as exc:
-            return RunOutcome(status="internal_error", message=f"could not start a sandbox: {exc}")
+        except (*ENGINE_ERRORS, SandboxError) as exc:
+            raise SandboxUnavailable(f"could not start a sandbox: {exc}") from None
         try:
-            return supervise(channel, job, startup_seconds=self.settings.startup_seconds,
-                             grace=self.settings.grace_seconds,
-                             transfer_allowance=self.settings.transfer_allowance_seconds)
+            outcome = supervise(channel, job, startup_seconds=self.settings.startup_seconds,
+                                grace=self.settings.grace_seconds,
+                                transfer_allowance=self.settings.transfer_allowance_seconds)
         finally:
             channel.kill()
+        if _ended_abnormally(outcome) and not self._engine_answers():
+            # The container died, or fell silent, because the engine stopped: that is no
+            # verdict on the submission.
+            raise SandboxUnavailable("the Docker engine went away during the run")
+        return outcome
+
+    def _engine_answers(self) -> bool:
+        try:
+            self.api.ping()
+        except ENGINE_ERRORS:
+            return False
+        return True
 
     def close(self) -> None:
         if self.pool is not None:
