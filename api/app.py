@@ -12,6 +12,7 @@ from redis import Redis
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from api.limits import KnownKeys, body_limits, limit_bodies, make_limiter
+from api.longpoll import Notices, WaitSlots
 from judge import __version__
 from judge.catalog import Catalog
 from judge.settings import Settings
@@ -30,6 +31,8 @@ class Services:
     redis: Redis
     limiter: Limiter
     known_keys: KnownKeys
+    notices: Notices
+    waits: WaitSlots
 
 
 def services() -> Services:
@@ -60,6 +63,8 @@ def create_app(settings: ServiceSettings | None = None,
         redis=redis,
         limiter=limiter,
         known_keys=known_keys,
+        notices=Notices(settings.redis_url),
+        waits=WaitSlots(redis, settings.long_poll_max_per_key, settings.long_poll_max_seconds),
     )
     limit_bodies(app, body_limits(settings, judge_settings))
     errors.register(app)

@@ -9,7 +9,6 @@ has to resend (docs/api.md, "When the broker is down").
 from __future__ import annotations
 
 import base64
-import contextlib
 import hashlib
 import json
 import logging
@@ -17,7 +16,7 @@ import time
 from datetime import datetime
 from typing import Any
 
-from flask import Blueprint, g, request, url_for
+from flask import Blueprint, Response, g, request, url_for
 from redis.exceptions import RedisError
 from sqlalchemy import ColumnElement, and_, or_, select
 from sqlalchemy.exc import IntegrityError
@@ -26,9 +25,10 @@ from sqlalchemy.orm import defer
 from api.app import services
 from api.auth import require
 from api.errors import ApiError
+from api.longpoll import POLL_SECONDS, RECHECK_SECONDS
 from api.spec import operation, parse_json, parse_query
 from judge.grading import decode_code
-from service.metrics import DONE_CHANNEL, count_received
+from service.metrics import count_received
 from service.models import Role, Status, Submission
 from service.queue import INTERACTIVE
 from service.submissions import code_digest, dispatch, new_id, rejudge
@@ -49,6 +49,7 @@ log = logging.getLogger(__name__)
 WITHOUT_CODE = defer(Submission.code, raiseload=True)
 WITHOUT_REPORT = defer(Submission.report, raiseload=True)
 IDEMPOTENCY_HEADER = "Idempotency-Key"
+WAIT_HEADER = "Jaxjudge-Wait"  # "skipped": the key held all its long-polls; answered at once
 
 
 def checked_code(code: str) -> str:
@@ -92,34 +93,34 @@ def load(submission_id: str) -> Submission:
 
 
 def wait_done(row: Submission, seconds: float) -> Submission:
-    """Long-poll: wake on the worker's Redis notice, re-read the database (the truth)."""
-    seconds = min(seconds, services().settings.long_poll_max_seconds)
+    """Long-poll (api/longpoll.py): wait for the worker's notice, holding one of the key's
+    wait slots, and re-read the database (the truth) when woken. Without a free slot,
+    answer at once (``Jaxjudge-Wait: skipped``)."""
+    svc = services()
+    seconds = min(seconds, svc.settings.long_poll_max_seconds)
     if row.status == Status.DONE or seconds <= 0:
         return row
     deadline = time.monotonic() + seconds
-    pubsub = None
-    try:
-        pubsub = services().redis.pubsub(ignore_subscribe_messages=True)
-        pubsub.subscribe(DONE_CHANNEL + row.id)
-    except RedisError:
-        pubsub = None
-    try:
-        while True:
-            row = load(row.id)
-            left = deadline - time.monotonic()
-            if row.status == Status.DONE or left <= 0:
-                return row
-            try:
-                if pubsub is None:
-                    raise RedisError("no subscription")
-                pubsub.get_message(timeout=min(left, 5.0))
-            except RedisError:
-                pubsub = None
-                time.sleep(min(left, 0.5))
-    finally:
-        if pubsub is not None:
-            with contextlib.suppress(RedisError):
-                pubsub.close()
+    with svc.waits.slot(g.key_id, seconds) as granted:
+        if not granted:
+            g.wait_skipped = True
+            return row
+        with svc.notices.watch(row.id) as woken:
+            while True:
+                row = load(row.id)
+                left = deadline - time.monotonic()
+                if row.status == Status.DONE or left <= 0:
+                    return row
+                woken.wait(min(left, RECHECK_SECONDS if svc.notices.connected
+                               else POLL_SECONDS))
+                woken.clear()
+
+
+@bp.after_request
+def _skipped_wait(response: Response) -> Response:
+    if g.get("wait_skipped"):
+        response.headers[WAIT_HEADER] = "skipped"
+    return response
 
 
 def requeue(where: ColumnElement[bool], queue: str) -> list[str]:

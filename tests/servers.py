@@ -185,18 +185,37 @@ class Worker:
             pass
 
 
-class Gunicorn:
-    """The API served as ``make up`` and compose serve it: gunicorn, gthread, 2 x 16
-    threads, on a free port; returns once ``/healthz`` answers."""
+class Sweeper(Worker):
+    """``python -m workers.sweeper`` as a real process in its own process group."""
 
     def __init__(self, env: dict[str, str], log: Path) -> None:
+        self.log = log
+        self.args = ()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "workers.sweeper", "--loglevel", "DEBUG"], env=env,
+            cwd=REPO_ROOT, stdout=log.open("ab"), stderr=subprocess.STDOUT,
+            start_new_session=True)
+
+    def rounds(self) -> int:
+        """Rounds it has finished (swept, or stood by)."""
+        text = self.log.read_text(errors="replace")
+        return text.count(": swept") + text.count(": standing by")
+
+
+class Gunicorn:
+    """The API served as ``make up`` and compose serve it: gunicorn's gevent worker (a
+    greenlet per request, so long-polls hold no thread), 2 processes by default, on a
+    free port; returns once ``/healthz`` answers."""
+
+    def __init__(self, env: dict[str, str], log: Path, workers: int = 2,
+                 worker_class: str = "gevent") -> None:
         import requests
 
         self.base = f"http://127.0.0.1:{free_port()}"
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "gunicorn", "--bind", self.base.removeprefix("http://"),
-             "--worker-class", "gthread", "--workers", "2", "--threads", "16",
-             "api:create_app()"],
+             "--worker-class", worker_class, "--workers", str(workers),
+             "--worker-connections", "1000", "api:create_app()"],
             env=env, cwd=REPO_ROOT, stdout=log.open("ab"), stderr=subprocess.STDOUT,
             start_new_session=True)
 
