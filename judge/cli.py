@@ -1,8 +1,10 @@
 """The ``jaxjudge`` command.
 
 Exit status: 0 whenever a verdict (or the asked-for listing) was produced, whatever the
-verdict; 1 when ``verify`` finds a package that does not prove itself or a package is
-broken; 2 on bad usage or bad input, with a one-line reason on stderr.
+verdict; 1 when the judge itself could not do it (a broken package, a sandbox that failed,
+``verify`` finding a package that does not prove itself); 2 on bad usage or bad input
+(an unknown problem, a bad file, a bad ``JAXJUDGE_*`` setting), with a one-line reason on
+stderr.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import click
+from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -39,11 +42,13 @@ def _fail(message: str, code: int = 2) -> NoReturn:
     sys.exit(code)
 
 
-def _sandbox_option(f: Any) -> Any:
+def _sandbox_option(default: str) -> Any:
+    names = ", ".join([*sorted(BACKENDS), "auto"])
     return click.option(
         "--sandbox", "sandbox_name", default=None, metavar="NAME",
-        help=f"Sandbox backend: {', '.join(sorted(BACKENDS))} (default: settings).",
-    )(f)
+        help=f"Sandbox backend: {names} (auto: docker when an engine answers, else process, "
+        f"with a warning). Default: {default}.",
+    )
 
 
 @click.group()
@@ -58,8 +63,13 @@ def cli(ctx: click.Context) -> None:
 @click.pass_obj
 def problems(obj: Context) -> None:
     """List the problems."""
+    problems = obj.catalog.all()
+    if not problems:
+        raise UsageError(f"no problem packages under {obj.catalog.root} (<set>/<slug>/"
+                         "problem.yaml); set JAXJUDGE_PROBLEMS_DIR to the folder that holds "
+                         "them")
     table = Table("id", "title", "entry point", box=None)
-    for problem in obj.catalog.all():
+    for problem in problems:
         table.add_row(problem.id, escape(problem.spec.title), problem.spec.entry_point.name)
     obj.out.print(table)
 
@@ -120,7 +130,7 @@ def _read_submission(path: Path, settings: Settings) -> str:
 @click.argument("file", type=click.Path(path_type=Path, dir_okay=True))
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="json prints the verdict report alone on stdout.")
-@_sandbox_option
+@_sandbox_option("JAXJUDGE_SANDBOX, which defaults to auto")
 @click.pass_obj
 def grade(obj: Context, problem_id: str, file: Path, fmt: str, sandbox_name: str | None) -> None:
     """Grade FILE against problem ID."""
@@ -174,7 +184,7 @@ def print_report(out: Console, report: VerdictReport) -> None:
 
 @cli.command()
 @click.argument("problem_ids", metavar="ID...", nargs=-1, required=True)
-@_sandbox_option
+@_sandbox_option("process (the reference is the author's own, trusted code)")
 @click.pass_obj
 def build(obj: Context, problem_ids: tuple[str, ...], sandbox_name: str | None) -> None:
     """Regenerate test data by running the reference solution through the harness."""
@@ -193,7 +203,7 @@ def build(obj: Context, problem_ids: tuple[str, ...], sandbox_name: str | None) 
 
 @cli.command()
 @click.argument("problem_ids", metavar="[ID...]", nargs=-1)
-@_sandbox_option
+@_sandbox_option("process (the examples are the author's own, trusted code)")
 @click.option("-j", "--jobs", type=click.IntRange(1, 64), default=os.cpu_count() or 1,
               show_default="the number of cores", help="Gradings to run at once.")
 @click.pass_obj
@@ -250,5 +260,9 @@ def main(argv: list[str] | None = None) -> None:
         _fail(exc.format_message().replace("\n", " "))
     except (UsageError, ConfigError) as exc:
         _fail(str(exc))
+    except ValidationError as exc:  # a JAXJUDGE_* setting (the core's or the service's)
+        first = exc.errors(include_url=False)[0]
+        name = ".".join(str(p) for p in first["loc"])
+        _fail(f"setting JAXJUDGE_{name.upper()}: {first['msg']} (got {first.get('input')!r})")
     except JudgeError as exc:  # a broken package or sandbox: not the caller's input
         _fail(str(exc).splitlines()[0], 1)

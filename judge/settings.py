@@ -1,7 +1,8 @@
 """Typed settings, read from the environment once at the process edge and passed down.
 
 Every field can be set as ``JAXJUDGE_<FIELD>`` (for example ``JAXJUDGE_SANDBOX=process``).
-Nothing in the core reads the environment on its own.
+Nothing in the core reads the environment on its own. No default depends on where the
+code is installed: paths default to the working directory (``./problemsets``).
 """
 
 from __future__ import annotations
@@ -9,9 +10,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+# The source checkout this module sits in: for the tests and scripts of the repository,
+# never a default (an installed jaxjudge lives in site-packages).
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -19,13 +22,20 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="JAXJUDGE_", frozen=True)
 
     problems_dir: Path = Field(
-        default=REPO_ROOT / "problemsets", description="Folder holding <set>/<slug>/ packages."
+        default_factory=lambda: Path.cwd() / "problemsets",
+        description="Folder holding <set>/<slug>/ packages (default: ./problemsets).",
     )
     sandbox: str = Field(
         default="auto",
         description="Sandbox backend: docker, process, or auto (docker when an engine answers, "
-        "else process with a warning).",
+        "else process with a warning: for the CLI only; the service refuses a sandbox that "
+        "does not isolate).",
     )
+    @field_validator("problems_dir")
+    @classmethod
+    def _absolute(cls, path: Path) -> Path:
+        return path.expanduser().resolve()
+
     python: str = Field(
         default=sys.executable, description="Interpreter that runs the harness (process sandbox)."
     )

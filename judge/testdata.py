@@ -100,7 +100,7 @@ def write_tests(problem: Problem, tests: list[StoredTest], built_with: dict[str,
         counters[test.visibility] += 1
         folder = staging / test.visibility
         folder.mkdir(parents=True, exist_ok=True)
-        body = json.dumps(test.model_dump(mode="json", exclude_none=True), indent=1) + "\n"
+        body = json.dumps(test.model_dump(mode="json", exclude_defaults=True), indent=1) + "\n"
         (folder / f"{counters[test.visibility]:02d}-{test.name}.json").write_text(body)
     digest, names = data_hash(staging)
     manifest = Manifest(data_hash=digest, files=names, built_with=built_with)

@@ -7,20 +7,19 @@ the same way and separately; a process that grades holds both.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
-
-from judge.settings import REPO_ROOT
-
-VAR = REPO_ROOT / "var"
 
 
 class ServiceSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="JAXJUDGE_", frozen=True, extra="ignore")
 
     database_url: str = Field(
-        default=f"sqlite:///{VAR / 'jaxjudge.db'}",
-        description="SQLAlchemy URL. SQLite is the embedded default; deploy on PostgreSQL "
+        default_factory=lambda: f"sqlite:///{Path.cwd() / 'var' / 'jaxjudge.db'}",
+        description="SQLAlchemy URL. SQLite is the embedded default (./var/jaxjudge.db); "
+        "deploy on PostgreSQL "
         "(postgresql+psycopg://user:password@host/db).",
     )
     redis_url: str = Field(

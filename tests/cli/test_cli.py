@@ -82,6 +82,52 @@ def test_grade_falls_back_to_process_with_a_warning_without_an_engine(
     assert "does not isolate" in err  # the process sandbox warns, on stderr
 
 
+def test_docker_without_an_engine_is_no_verdict_and_exit_1(
+    capsys, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Asked for the container, the judge never falls back: no engine is a judge failure.
+    monkeypatch.setenv("JAXJUDGE_DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
+    code, out, err = jaxjudge(capsys, "grade", "demo/layout",
+                              write(tmp_path, "a.py", CORRECT.encode()), "--sandbox", "docker")
+    assert code == 1 and out == ""
+    assert err.count("\n") == 1 and "no Docker engine answers" in err
+
+
+@pytest.mark.parametrize(
+    "name, value, words",
+    [("JAXJUDGE_GRACE_SECONDS", "soon", "JAXJUDGE_GRACE_SECONDS"),
+     ("JAXJUDGE_POOL_SIZE", "-1", "JAXJUDGE_POOL_SIZE"),
+     ("JAXJUDGE_WEBHOOK_MAX_ATTEMPTS", "0", "JAXJUDGE_WEBHOOK_MAX_ATTEMPTS")],
+)
+def test_a_bad_setting_is_a_one_line_error(capsys, monkeypatch: pytest.MonkeyPatch,
+                                           name: str, value: str, words: str) -> None:
+    monkeypatch.setenv(name, value)
+    argv = ["keys", "list"] if "WEBHOOK" in name else ["problems"]  # the service's settings
+    code, _, err = jaxjudge(capsys, *argv)
+    assert_one_line_error(code, err, words, repr(value))
+    assert "Traceback" not in err
+
+
+def test_defaults_follow_the_working_directory_not_the_installation(
+    capsys, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from judge.settings import Settings
+    from service.settings import ServiceSettings
+
+    monkeypatch.delenv("JAXJUDGE_PROBLEMS_DIR")
+    monkeypatch.delenv("JAXJUDGE_DATABASE_URL", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert Settings().problems_dir == tmp_path / "problemsets"
+    assert ServiceSettings().database_url == f"sqlite:///{tmp_path}/var/jaxjudge.db"
+    code, out, err = jaxjudge(capsys, "problems")  # no packages here: said, not an empty table
+    assert out == ""
+    assert_one_line_error(code, err, f"no problem packages under {tmp_path}/problemsets",
+                          "JAXJUDGE_PROBLEMS_DIR")
+    shutil.copytree(FIXTURE_PROBLEMS, tmp_path / "problemsets")
+    code, out, _ = jaxjudge(capsys, "problems")
+    assert code == 0 and "demo/layout" in out
+
+
 def test_a_missing_sandbox_image_is_a_one_line_error(capsys, tmp_path: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("JAXJUDGE_SANDBOX_IMAGE", "jaxjudge-no-such-image:0")

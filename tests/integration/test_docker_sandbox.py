@@ -13,7 +13,7 @@ import pytest
 
 import docker
 from judge.catalog import Catalog
-from judge.errors import ConfigError
+from judge.errors import ConfigError, SandboxUnavailable
 from judge.grading import grade
 from judge.sandbox import get_sandbox
 from judge.sandbox.base import Sandbox
@@ -124,9 +124,11 @@ def test_the_reaper_removes_orphans_and_keeps_live_owners(api, settings: Setting
                 api.remove_container(cid, force=True)
 
 
-def test_auto_picks_docker_when_an_engine_answers_and_process_otherwise(
-    settings: Settings, tmp_path
-) -> None:
+def test_the_docker_backend_fails_closed_without_an_engine(settings: Settings,
+                                                           tmp_path) -> None:
+    # Asked for by name (as the service does), it never falls back to anything: no engine
+    # means no sandbox, an infrastructure failure for the caller to retry. (Only the CLI's
+    # `auto` falls back to the process backend, with a warning: tests/cli.)
     sandbox = get_sandbox("auto", settings)
     try:
         assert sandbox.name == "docker" and sandbox.isolated
@@ -134,8 +136,8 @@ def test_auto_picks_docker_when_an_engine_answers_and_process_otherwise(
         sandbox.close()
     nowhere = settings.model_copy(update={"docker_host": f"unix://{tmp_path}/none.sock",
                                           "docker_timeout": 2.0})
-    fallback = get_sandbox("auto", nowhere)
-    assert fallback.name == "process" and not fallback.isolated
+    with pytest.raises(SandboxUnavailable, match="no Docker engine answers"):
+        get_sandbox("docker", nowhere)
 
 
 def test_no_sandbox_container_is_left_behind(api, docker_sandbox, catalog, settings) -> None:
