@@ -4,10 +4,11 @@
 #         migrations, the API on http://127.0.0.1:8000 (gunicorn), one grading worker with
 #         its warm pool, one webhook worker; prints a curl that grades a seed solution.
 #   down: stops what `up` started.
+#   dev-key: writes var/dev-key, the admin key `up` prints (readable by this user only).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-VAR=$ROOT/var
+VAR=${JAXJUDGE_VAR:-$ROOT/var}
 BIN=$ROOT/.venv/bin
 PORT=${JAXJUDGE_PORT:-8000}
 REDIS_PORT=${JAXJUDGE_REDIS_PORT:-6379}
@@ -36,6 +37,15 @@ start_bg() {  # start_bg NAME CMD...: in its own session, pid in var/NAME.pid, l
     echo $! >"$VAR/$name.pid"
 }
 
+dev_key() {  # an admin key of tenant "dev" in var/dev-key, mode 0600 from its creation
+    if [ ! -s "$VAR/dev-key" ]; then
+        (umask 077 && "$BIN/jaxjudge" keys create --tenant dev --role admin --name "make up" \
+            >"$VAR/dev-key.new") && mv "$VAR/dev-key.new" "$VAR/dev-key"
+    fi
+    chmod 600 "$VAR/dev-key"  # one written world-readable by an older make up, too
+    [ "$(stat -c %a "$VAR/dev-key")" = 600 ] || { echo "$VAR/dev-key is not private" >&2; exit 1; }
+}
+
 up() {
     if ! redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1; then
         command -v redis-server >/dev/null || apt-get install -y -q redis-server >/dev/null
@@ -55,7 +65,7 @@ up() {
         -n "grader@%h" --loglevel INFO
     start_bg webhooks "$BIN/celery" -A workers.app worker -Q webhooks --pool threads \
         --concurrency 8 --without-sweeper -n "webhooks@%h" --loglevel INFO
-    [ -s "$VAR/dev-key" ] || "$BIN/jaxjudge" keys create --tenant dev --role admin --name "make up" >"$VAR/dev-key"
+    dev_key
     "$BIN/python" - "$VAR/demo-submission.json" <<'PY'
 import json, sys
 path = "problemsets/jax-sharding/partitionspec-layout/submissions/accepted/arithmetic.py"
@@ -87,5 +97,6 @@ down() {
 case ${1:-} in
     up) up ;;
     down) down ;;
-    *) echo "usage: $0 up|down" >&2; exit 2 ;;
+    dev-key) dev_key ;;
+    *) echo "usage: $0 up|down|dev-key" >&2; exit 2 ;;
 esac
