@@ -2,7 +2,8 @@
 # `make up` / `make down`: the whole service on this machine.
 #   up:   Redis (if none answers), the Docker engine, the sandbox image (if missing),
 #         migrations, the API on http://127.0.0.1:8000 (gunicorn), one grading worker with
-#         its warm pool, one webhook worker; prints a curl that grades a seed solution.
+#         its warm pool, one webhook worker, the sweeper; prints a curl that grades a
+#         seed solution.
 #   down: stops what `up` started.
 #   dev-key: writes var/dev-key, the admin key `up` prints (readable by this user only).
 set -euo pipefail
@@ -57,14 +58,15 @@ up() {
     bash docker/engine.sh
     docker image inspect jaxjudge-sandbox:latest >/dev/null 2>&1 || PYTHON=$BIN/python bash docker/build-image.sh
     "$BIN/jaxjudge" db upgrade
-    stop_pid api; stop_pid worker; stop_pid webhooks
+    stop_pid api; stop_pid worker; stop_pid webhooks; stop_pid sweeper
     # gevent: a greenlet per request, so long-polls (?wait=) hold no thread (api/longpoll.py).
     start_bg api "$BIN/gunicorn" --bind "127.0.0.1:$PORT" --worker-class gevent --workers 2 \
         --worker-connections 1000 --timeout 120 'api:create_app()'
     start_bg worker "$BIN/celery" -A workers.app worker -Q interactive,batch \
         -n "grader@%h" --loglevel INFO
     start_bg webhooks "$BIN/celery" -A workers.app worker -Q webhooks --pool threads \
-        --concurrency 8 --without-sweeper -n "webhooks@%h" --loglevel INFO
+        --concurrency 8 -n "webhooks@%h" --loglevel INFO
+    start_bg sweeper "$BIN/python" -m workers.sweeper
     dev_key
     "$BIN/python" - "$VAR/demo-submission.json" <<'PY'
 import json, sys
@@ -91,7 +93,7 @@ MSG
 }
 
 down() {
-    stop_pid webhooks; stop_pid worker; stop_pid api; stop_pid redis
+    stop_pid sweeper; stop_pid webhooks; stop_pid worker; stop_pid api; stop_pid redis
 }
 
 case ${1:-} in

@@ -13,11 +13,11 @@ from sqlalchemy import select, update
 
 from judge.errors import UsageError
 from service import migrate
-from service.db import Database, utcnow
+from service.db import Database, changed, utcnow
 from service.keys import create_key
 from service.models import ApiKey, Role, Tenant
 from service.settings import ServiceSettings
-from service.submissions import changed
+from service.webhooks import new_secret
 
 
 def _database() -> Database:
@@ -89,13 +89,11 @@ def tenants() -> None:
 @click.argument("name")
 @click.option("--rotate", is_flag=True, help="Make a new secret first.")
 def tenants_secret(name: str, rotate: bool) -> None:
-    """Print the tenant's webhook signing secret."""
-    import secrets
-
+    """Print the tenant's webhook signing secret (Standard Webhooks: ``whsec_<base64>``)."""
     with _database().session() as s:
         tenant = s.scalar(select(Tenant).where(Tenant.name == name))
         if tenant is None:
             raise UsageError(f"no tenant {name!r}")
         if rotate:
-            tenant.webhook_secret = secrets.token_hex(32)
+            tenant.webhook_secret = new_secret()
         click.echo(tenant.webhook_secret)

@@ -4,20 +4,38 @@ that a restarted server is reconnected to by itself."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from sqlalchemy import DateTime, Engine, create_engine, event
+from sqlalchemy import CursorResult, DateTime, Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.types import TypeDecorator
 
+T = TypeVar("T")
+
+# The most ids one statement binds (an IN list): well under every backend's limit on
+# bound parameters, and a statement of bounded size however many rows an operation has.
+MAX_BIND = 500
+
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+def chunked(items: Sequence[T], size: int = MAX_BIND) -> Iterator[Sequence[T]]:
+    """``items`` in slices of at most ``size``."""
+    for start in range(0, len(items), size):
+        yield items[start:start + size]
+
+
+def changed(s: Session, statement: Any) -> int:
+    """Run an UPDATE; how many rows it changed."""
+    result: CursorResult[Any] = s.execute(statement)  # type: ignore[assignment]
+    return result.rowcount
 
 
 class UTCDateTime(TypeDecorator[datetime]):

@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 
 from judge.errors import UsageError
 from service.models import ApiKey, Role, Tenant
+from service.webhooks import new_secret
 
 KEY_PREFIX = "jj_"
 
@@ -25,7 +26,7 @@ def get_or_create_tenant(session: Session, name: str) -> Tenant:
         raise UsageError("a tenant name is 1 to 100 printable characters")
     tenant = session.scalar(select(Tenant).where(Tenant.name == name))
     if tenant is None:
-        tenant = Tenant(name=name, webhook_secret=secrets.token_hex(32))
+        tenant = Tenant(name=name, webhook_secret=new_secret())
         session.add(tenant)
         session.flush()
     return tenant

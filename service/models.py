@@ -36,6 +36,14 @@ class Status(StrEnum):
     DONE = "done"
 
 
+class DeliveryStatus(StrEnum):
+    PENDING = "pending"  # tries to come (or one in flight)
+    DELIVERED = "delivered"
+    FAILED = "failed"  # the receiver kept failing, or answered a final 4xx/3xx
+    REFUSED = "refused"  # the destination is refused by the SSRF policy
+    CANCELLED = "cancelled"  # a rejudge replaced the report before it was delivered
+
+
 class Tenant(Base):
     __tablename__ = "tenants"
 
@@ -114,11 +122,16 @@ class Submission(Base):
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
 
-    webhook_status: Mapped[str | None] = mapped_column(String(20), nullable=True)
-    webhook_attempts: Mapped[int] = mapped_column(Integer, default=0)
-    webhook_error: Mapped[str | None] = mapped_column(String(500), nullable=True)
-    webhook_delivery: Mapped[str | None] = mapped_column(String(32), nullable=True)
-    webhook_due_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    # Gradings whose sandbox was unavailable since the submission was last queued anew,
+    # and when it may be graded again (the sweeper publishes it then, not before).
+    failures: Mapped[int] = mapped_column(Integer, default=0)
+    retry_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
+    # The webhook delivery of the report stored by the current attempt, if any.
+    delivery: Mapped[Delivery | None] = relationship(
+        primaryjoin="and_(Submission.id == foreign(Delivery.submission_id), "
+        "Submission.attempt == foreign(Delivery.attempt), Delivery.kind == 'webhook')",
+        viewonly=True, lazy="joined", uselist=False)
 
 
 class Grading(Base):
@@ -137,3 +150,36 @@ class Grading(Base):
     started_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     outcome: Mapped[str | None] = mapped_column(String(20), nullable=True)
+    error: Mapped[str | None] = mapped_column(String(500), nullable=True)  # why it failed
+
+
+class Delivery(Base):
+    """The outbox: one report to send to one destination, opened in the transaction that
+    stores the report (so a stored verdict always has its delivery) and sent in tries.
+
+    ``id`` is the delivery id a receiver deduplicates on (``webhook-id``). ``attempts``
+    counts the tries begun and is the fencing token of a try: a message names the try it
+    is for, and only the first message for that try makes it. ``due_at`` is when the next
+    try is due (the sweeper resends a try that is overdue); null once the delivery is
+    over. ``kind`` is the kind of destination (``webhook``; LMS grade passback later).
+    """
+
+    __tablename__ = "deliveries"
+    __table_args__ = (
+        UniqueConstraint("submission_id", "attempt", "kind", name="uq_delivery_report"),
+        Index("ix_deliveries_due", "status", "due_at"),
+    )
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(20))
+    submission_id: Mapped[str] = mapped_column(
+        ForeignKey("submissions.id", ondelete="CASCADE"), index=True)
+    attempt: Mapped[int] = mapped_column(Integer)  # the grading whose report it carries
+    tenant_id: Mapped[int] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"))
+    url: Mapped[str] = mapped_column(String(2048))
+    status: Mapped[str] = mapped_column(String(20))  # DeliveryStatus
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    due_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    last_error: Mapped[str | None] = mapped_column(String(500), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

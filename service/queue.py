@@ -103,9 +103,7 @@ def publish(app: Celery, name: str, args: list[Any], *, queue: str, timeout: flo
     )
 
 
-def send_webhook(app: Celery, submission_id: str, delivery_id: str, try_no: int, *,
-                 timeout: float) -> None:
-    """Queue try ``try_no`` (from 0) of delivering a done submission's report under
-    ``delivery_id``, which every try of that delivery keeps."""
-    publish(app, WEBHOOK_TASK, [submission_id, delivery_id, try_no], queue=WEBHOOKS,
-            timeout=timeout)
+def send_webhook(app: Celery, delivery_id: str, try_no: int, *, timeout: float) -> None:
+    """Queue try ``try_no`` (from 0) of webhook delivery ``delivery_id``
+    (:mod:`service.deliveries`)."""
+    publish(app, WEBHOOK_TASK, [delivery_id, try_no], queue=WEBHOOKS, timeout=timeout)

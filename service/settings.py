@@ -93,7 +93,7 @@ class ServiceSettings(BaseSettings):
     stale_after_seconds: float = Field(
         default=30.0, gt=0, description="A running submission whose heartbeat is older is lost."
     )
-    sweep_seconds: float = Field(default=10.0, gt=0, description="How often workers sweep.")
+    sweep_seconds: float = Field(default=10.0, gt=0, description="How often the sweeper sweeps.")
     requeue_after_seconds: float = Field(
         default=3600.0, gt=0, description="A queued submission not started after this is "
         "published again (a message lost with the broker's data)."
@@ -101,6 +101,15 @@ class ServiceSettings(BaseSettings):
     max_attempts: int = Field(
         default=3, gt=0, description="Gradings that may be lost (a worker killed, a crash) "
         "before the submission gets an internal_error verdict."
+    )
+    sandbox_attempts: int = Field(
+        default=6, gt=0, description="Gradings that may find the sandbox unavailable (the "
+        "engine down or restarting, the image missing) before the submission gets an "
+        "internal_error verdict; until then each goes back to the queue after a backoff."
+    )
+    sandbox_retry_seconds: float = Field(
+        default=15.0, gt=0, description="Delay before a grading whose sandbox was "
+        "unavailable is tried again; doubles each time (±20 %, capped at 10 min)."
     )
 
     # Webhooks.

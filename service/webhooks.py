@@ -1,22 +1,22 @@
 """Verdict callbacks: POST the report to a submission's ``callback_url``, signed.
 
-Headers of every delivery::
+Signed as the Standard Webhooks specification says (https://www.standardwebhooks.com/),
+with the ``standardwebhooks`` package. Headers of every delivery::
 
     Content-Type: application/json
-    X-Jaxjudge-Signature: sha256=<hex HMAC-SHA256 of the raw body, keyed by the tenant secret>
-    X-Jaxjudge-Event: submission.done
-    X-Jaxjudge-Delivery: <unique delivery id; the same id on every retry, use it to deduplicate>
+    webhook-id: <the delivery id: the same on every retry; receivers deduplicate on it>
+    webhook-timestamp: <Unix seconds when this try was signed>
+    webhook-signature: v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">
 
-A receiver verifies the raw body *before* parsing it (``verify`` below does the same)::
+The HMAC key is the tenant secret, ``whsec_<base64 of the key>``. A receiver verifies the
+raw body and refuses a timestamp too far from its clock (the package's ``verify`` allows
+5 minutes), so a captured delivery cannot be replayed later::
 
-    import hashlib, hmac
-    def verify(secret: str, body: bytes, header: str) -> bool:
-        mac = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
-        return hmac.compare_digest(f"sha256={mac}", header)
-    ok = verify(SECRET, request.get_data(), request.headers["X-Jaxjudge-Signature"])
+    from standardwebhooks import Webhook
+    event = Webhook(SECRET).verify(request.get_data(), dict(request.headers))
 
 Retry policy: a 2xx is success. Connection errors, timeouts, 429 and 5xx are retried with
-``backoff`` (exponential, ±20% jitter, capped); other 4xx, 3xx (redirects are never followed)
+``service.backoff`` (exponential, ±20% jitter, capped); other 4xx, 3xx (redirects are never followed)
 and policy refusals are final. At most 64 KiB of a response is read.
 
 SSRF policy: only http(s) URLs with a host, no ``user:pass@``, at most 2048 characters.
@@ -32,23 +32,25 @@ addresses are then trusted too) or for an address / CIDR network.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
+import base64
 import ipaddress
-import random
+import secrets
 import socket
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from urllib.parse import SplitResult, urlsplit
 
 import urllib3
+from standardwebhooks import Webhook, WebhookVerificationError
 
 from judge.errors import UsageError
 
-SIGNATURE_HEADER = "X-Jaxjudge-Signature"
-EVENT_HEADER = "X-Jaxjudge-Event"
-DELIVERY_HEADER = "X-Jaxjudge-Delivery"
+ID_HEADER = "webhook-id"
+TIMESTAMP_HEADER = "webhook-timestamp"
+SIGNATURE_HEADER = "webhook-signature"
+SECRET_PREFIX = "whsec_"
 USER_AGENT = "jaxjudge-webhooks/1"
 MAX_URL = 2048
 MAX_RESPONSE = 64 * 1024
@@ -63,19 +65,36 @@ class WebhookRefused(UsageError):
 
 
 @dataclass(frozen=True)
-class Delivery:
+class Outcome:
+    """How one POST ended: ``ok`` on a 2xx; ``retry`` when a later try may succeed."""
+
     ok: bool
     status: int | None
     error: str
     retry: bool
 
 
-def sign(secret: str, body: bytes) -> str:
-    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+def new_secret() -> str:
+    """A tenant's signing secret: 32 random bytes, in the Standard Webhooks form."""
+    return SECRET_PREFIX + base64.b64encode(secrets.token_bytes(32)).decode()
 
 
-def verify(secret: str, body: bytes, header: str) -> bool:
-    return hmac.compare_digest(sign(secret, body).encode(), header.strip().encode())
+def sign(secret: str, delivery_id: str, body: bytes, at: float | None = None) -> dict[str, str]:
+    """The Standard Webhooks headers of ``body`` sent under ``delivery_id`` at ``at``
+    (Unix seconds; now when None)."""
+    when = datetime.fromtimestamp(int(time.time() if at is None else at), UTC)
+    signature = Webhook(secret).sign(delivery_id, when, body.decode())
+    return {ID_HEADER: delivery_id, TIMESTAMP_HEADER: str(int(when.timestamp())),
+            SIGNATURE_HEADER: signature}
+
+
+def verify(secret: str, body: bytes, headers: Mapping[str, str]) -> bool:
+    """What a receiver does: the signature matches and the timestamp is within 5 minutes."""
+    try:
+        Webhook(secret).verify(body, dict(headers), json_parse=False)
+    except (WebhookVerificationError, ValueError):  # a malformed header: ValueError
+        return False
+    return True
 
 
 def _forbidden(addr: Address) -> bool:
@@ -176,14 +195,14 @@ def resolve(url: str, allow: Sequence[str]) -> list[str]:
 
 
 def deliver(url: str, body: bytes, headers: Mapping[str, str], *,
-            allow: Sequence[str], timeout: float) -> Delivery:
+            allow: Sequence[str], timeout: float) -> Outcome:
     """POST ``body`` to ``url`` pinned to a checked address; never raises for network trouble."""
     try:
         ips = resolve(url, allow)
     except WebhookRefused as exc:
-        return Delivery(False, None, f"refused: {exc}", retry=False)
+        return Outcome(False, None, f"refused: {exc}", retry=False)
     except (OSError, UnicodeError) as exc:
-        return Delivery(False, None, f"cannot resolve host: {exc}", retry=True)
+        return Outcome(False, None, f"cannot resolve host: {exc}", retry=True)
     parts, host, port = _split(url)
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     fixed = {"host", "content-type", "content-length"}
@@ -207,15 +226,15 @@ def deliver(url: str, body: bytes, headers: Mapping[str, str], *,
             error = f"cannot connect to {ip}: {exc}"
             continue  # nothing was sent: the next checked address may answer
         except (urllib3.exceptions.HTTPError, OSError) as exc:
-            return Delivery(False, None, f"{type(exc).__name__}: {exc}", retry=True)
+            return Outcome(False, None, f"{type(exc).__name__}: {exc}", retry=True)
         finally:
             pool.close()
         status = resp.status
         if 200 <= status < 300:
-            return Delivery(True, status, "", retry=False)
+            return Outcome(True, status, "", retry=False)
         note = " (redirects are not followed)" if 300 <= status < 400 else ""
-        return Delivery(False, status, f"HTTP {status}{note}", retry=status == 429 or status >= 500)
-    return Delivery(False, None, error, retry=True)
+        return Outcome(False, status, f"HTTP {status}{note}", retry=status == 429 or status >= 500)
+    return Outcome(False, None, error, retry=True)
 
 
 def _drain(resp: urllib3.BaseHTTPResponse, deadline: float) -> None:
@@ -231,11 +250,3 @@ def _drain(resp: urllib3.BaseHTTPResponse, deadline: float) -> None:
         pass
     finally:
         resp.release_conn()
-
-
-def backoff(attempt: int, base: float, cap: float = 3600.0) -> float:
-    """Delay before retry ``attempt`` (1-based): ``base * 2**(attempt-1)``, ±20% jitter, capped."""
-    if attempt < 1:
-        raise ValueError("attempt counts from 1")
-    delay = base * 2.0 ** min(attempt - 1, 64)
-    return min(cap, delay * random.uniform(0.8, 1.2))

@@ -222,9 +222,11 @@ class WebhookEvent(_Out):
 def submission_out(row: Submission, with_report: bool = True) -> SubmissionOut:
     """A stored submission as the API and the webhooks show it."""
     webhook = None
-    if row.callback_url:
-        webhook = WebhookState(status=row.webhook_status or "pending",  # type: ignore[arg-type]
-                               attempts=row.webhook_attempts, error=row.webhook_error)
+    if row.callback_url:  # the delivery of the current report; none yet is pending
+        delivery = row.delivery if row.status == "done" else None
+        webhook = WebhookState(status="pending", attempts=0) if delivery is None else \
+            WebhookState(status=delivery.status, attempts=delivery.attempts,  # type: ignore[arg-type]
+                         error=delivery.last_error)
     return SubmissionOut(
         id=row.id, problem=row.problem, problem_version=row.problem_version,
         student_id=row.student_id, batch_id=row.batch_id, status=row.status,  # type: ignore[arg-type]

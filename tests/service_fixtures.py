@@ -16,7 +16,7 @@ from judge.settings import Settings
 from service import metrics
 from service.migrate import upgrade
 from service.settings import ServiceSettings
-from tests_support import FIXTURE_PROBLEMS
+from tests_support import FIXTURE_PROBLEMS, LAYOUT_GOOD
 
 FAST = {"heartbeat_seconds": 0.3, "stale_after_seconds": 2.0, "sweep_seconds": 0.5,
         "publish_timeout_seconds": 0.5, "rate_limit": "", "submit_rate_limit": "",
@@ -105,6 +105,25 @@ def keys(app: Flask) -> dict[str, str]:
 
 def auth(key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"}
+
+
+def submit(client: FlaskClient, key: str, code: str = LAYOUT_GOOD, **body: Any) -> str:
+    """POST a submission (of demo/layout unless ``problem`` says otherwise); its id."""
+    r = client.post("/v1/submissions", json={"problem": "demo/layout", "code": code, **body},
+                    headers=auth(key))
+    assert r.status_code in (200, 202), r.get_json()
+    sid: str = r.get_json()["id"]
+    return sid
+
+
+def wait_done(client: FlaskClient, key: str, sid: str, timeout: float = 120) -> dict[str, Any]:
+    """The submission once it is done (long-polling the API)."""
+    def check() -> dict[str, Any] | None:
+        body = client.get(f"/v1/submissions/{sid}?wait=2", headers=auth(key)).get_json()
+        return body if body["status"] == "done" else None
+
+    found: dict[str, Any] = wait_for(check, timeout, f"submission {sid} done")
+    return found
 
 
 @pytest.fixture

@@ -1,9 +1,11 @@
 """The Celery app of the workers: ``celery -A workers.app worker ...``.
 
 Tasks are named (``jaxjudge.grade``, ``jaxjudge.deliver_webhook``) so the API can send
-them without importing this package. Each prefork child builds its own context after the
-fork (database connections and the warm pool must not cross a fork); a worker's main
-process runs the sweeper unless started with ``--without-sweeper``.
+them without importing this package. A grading worker (one that consumes ``interactive``
+or ``batch``) checks in its main process, before any pool process exists, that its
+sandbox isolates, and refuses to start otherwise (:mod:`workers.isolation`). Each prefork
+child builds its own context after the fork (database connections and the warm pool
+must not cross a fork). The sweeper is a process of its own (``python -m workers.sweeper``).
 """
 
 from __future__ import annotations
@@ -11,33 +13,63 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-import click
 from celery import Task, bootsteps
 from celery.signals import worker_process_init, worker_process_shutdown
 
-from service.queue import GRADE_TASK, WEBHOOK_TASK, make_celery
+from judge.errors import SandboxError
+from judge.settings import Settings
+from service.queue import GRADE_TASK, GRADING_QUEUES, WEBHOOK_TASK, make_celery
 from service.settings import ServiceSettings
-from service.submissions import sweep
 from workers import grading, webhooks
 from workers.context import Context
+from workers.isolation import Refused, backend, grading_sandbox
 
 log = logging.getLogger(__name__)
 app = make_celery(ServiceSettings())
 _context: Context | None = None
+_sandbox: str | None = None  # the backend the main process resolved; children inherit it
 
 
 def context() -> Context:
     global _context
     if _context is None:
-        _context = Context.build()
+        _context = Context.build(_sandbox)
     return _context
+
+
+class SandboxCheck(bootsteps.Step):
+    """Fail closed: a grading worker whose sandbox does not isolate exits with status 1
+    and a one-line reason, before its pool forks (``__init__`` runs while the worker is
+    built, before any step starts)."""
+
+    name = "jaxjudge sandbox check"
+
+    def __init__(self, parent: Any, **kwargs: Any) -> None:
+        super().__init__(parent, **kwargs)
+        global _sandbox
+        if not set(parent.app.amqp.queues.consume_from) & set(GRADING_QUEUES):
+            return  # a webhook worker: it grades nothing
+        try:
+            _sandbox = grading_sandbox(Settings(), ServiceSettings().insecure_unsandboxed_grading)
+        except Refused as exc:
+            log.critical("refusing to start: %s", exc)
+            raise SystemExit(1) from None
+        if not backend(_sandbox).isolated:
+            log.warning("GRADING WITHOUT ISOLATION: the %s sandbox runs submissions as this "
+                        "worker's user (insecure_unsandboxed_grading is on)", _sandbox)
+
+
+app.steps["worker"].add(SandboxCheck)
 
 
 @worker_process_init.connect
 def _child_started(**_: Any) -> None:
     """Warm the sandbox pool in each grading child as soon as it exists."""
     ctx = context()
-    ctx.sandbox  # noqa: B018 - starts the pool's filler
+    try:
+        ctx.sandbox  # noqa: B018 - starts the pool's filler
+    except SandboxError as exc:  # the engine away: each grading tries again
+        log.warning("sandbox not available yet: %s", exc)
     ctx.start_announcing()
 
 
@@ -53,43 +85,10 @@ def grade(self: Task, submission_id: str) -> str:
 
 
 @app.task(name=WEBHOOK_TASK, bind=True, max_retries=None)
-def deliver_webhook(self: Task, submission_id: str, delivery_id: str, try_no: int) -> None:
-    delay = webhooks.attempt(context(), submission_id, delivery_id, try_no)
+def deliver_webhook(self: Task, *args: Any) -> None:
+    """Args ``(delivery_id, try_no)``; ``(submission_id, delivery_id, try_no)`` from before
+    the outbox table is read the same way (a moved delivery kept its id)."""
+    delivery_id, try_no = args[-2], args[-1]
+    delay = webhooks.attempt(context(), delivery_id, try_no)
     if delay is not None:
-        raise self.retry(args=[submission_id, delivery_id, try_no + 1], countdown=delay)
-
-
-class Sweeper(bootsteps.StartStopStep):
-    """Every ``sweep_seconds``: requeue lost gradings, publish what the broker missed."""
-
-    requires = {"celery.worker.components:Timer"}
-
-    def __init__(self, parent: Any, without_sweeper: bool = False, **kwargs: Any) -> None:
-        super().__init__(parent, **kwargs)
-        self.enabled = not without_sweeper
-        self.tref: Any = None
-        self.ctx: Context | None = None
-
-    def start(self, worker: Any) -> None:
-        self.ctx = Context.build()
-        self.tref = worker.timer.call_repeatedly(self.ctx.settings.sweep_seconds, self.sweep,
-                                                 priority=10)
-
-    def sweep(self) -> None:
-        assert self.ctx is not None
-        try:
-            sweep(self.ctx.db, app, self.ctx.settings)
-        except Exception as exc:  # the database or broker away: next time
-            log.warning("sweep failed: %s", exc)
-
-    def stop(self, worker: Any) -> None:
-        if self.tref is not None:
-            self.tref.cancel()
-        if self.ctx is not None:
-            self.ctx.db.dispose()
-
-
-app.user_options["worker"].add(click.Option(
-    ["--without-sweeper"], is_flag=True, default=False,
-    help="Do not run the jaxjudge sweeper in this worker."))
-app.steps["worker"].add(Sweeper)
+        raise self.retry(args=[delivery_id, try_no + 1], countdown=delay)

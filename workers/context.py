@@ -14,13 +14,15 @@ from redis import Redis
 from redis.exceptions import RedisError
 
 from judge.catalog import Catalog
+from judge.errors import ConfigError
 from judge.sandbox import get_sandbox
 from judge.sandbox.base import Sandbox
 from judge.settings import Settings
 from service import metrics
 from service.db import Database
+from service.liveness import worker_name
 from service.settings import ServiceSettings
-from service.submissions import worker_name
+from workers.isolation import backend
 
 log = logging.getLogger(__name__)
 
@@ -37,8 +39,12 @@ class Context:
     _stop: threading.Event = field(default_factory=threading.Event)
 
     @classmethod
-    def build(cls) -> Context:
+    def build(cls, sandbox: str | None = None) -> Context:
+        """The context of this process; ``sandbox`` replaces the configured backend (the
+        name the main process resolved, :func:`workers.isolation.grading_sandbox`)."""
         settings, judge = ServiceSettings(), Settings()
+        if sandbox is not None:
+            judge = judge.model_copy(update={"sandbox": sandbox})
         return cls(settings=settings, judge=judge, db=Database(settings.database_url),
                    redis=Redis.from_url(settings.redis_url, socket_connect_timeout=2,
                                         socket_timeout=10),
@@ -46,9 +52,19 @@ class Context:
 
     @property
     def sandbox(self) -> Sandbox:
+        """The sandbox, made on first use; raises ``SandboxError`` (made again next time)
+        when its infrastructure is away."""
         if self._sandbox is None:
             self._sandbox = get_sandbox(self.judge.sandbox, self.judge)
         return self._sandbox
+
+    @property
+    def isolated(self) -> bool:
+        """Whether this process's sandbox backend isolates (known before it is made)."""
+        try:
+            return backend(self.judge.sandbox).isolated
+        except ConfigError:  # "auto", not resolved: not a grading process
+            return False
 
     def start_announcing(self) -> None:
         threading.Thread(target=self._announce, name="jaxjudge-announce", daemon=True).start()
@@ -59,6 +75,8 @@ class Context:
         ready = pool.available() if pool is not None else 0
         return {
             "sandbox": sandbox.name if sandbox else None,
+            # Whether the backend isolates: /readyz wants a worker that says so.
+            "isolated": self.isolated,
             "pool_size": pool.size if pool is not None else 0,
             "pool_ready": ready,
             # Ready once it has shown it works: a pool that made a container (an empty pool

@@ -1,31 +1,47 @@
 """The grading task's body: claim, grade with the core, store once, notify.
 
-Failures become verdicts: a problem that vanished, a grading past the soft time limit,
-or a submission whose gradings were lost ``max_attempts`` times all end ``done`` with an
-``internal_error`` report. A sandbox that cannot start (the engine is away) puts the
-submission back in the queue for the sweeper instead, since no verdict could be trusted.
+Faults of the submission are verdicts (the core's report). Faults of the judge end the
+submission ``done`` with an ``internal_error`` report saying why: a problem that vanished
+or whose package cannot be loaded (an operator must fix it; nothing is retried), a
+grading past the soft time limit, a submission whose gradings were lost ``max_attempts``
+times. Faults of the infrastructure are not verdicts: when the sandbox is unavailable
+(:class:`judge.errors.SandboxError`: the engine down or restarting, the image missing, a
+container not created) the submission goes back to the queue, due again after a
+backoff, and only after ``sandbox_attempts`` such gradings does it end ``internal_error``.
+A requeue stores no report, so it sends no webhook.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from dataclasses import dataclass
 
 from celery import Celery
 from celery.exceptions import SoftTimeLimitExceeded
 from redis.exceptions import RedisError
 
-from judge.errors import JudgeError, ProblemNotFound
+from judge.errors import JudgeError, ProblemError, ProblemNotFound, SandboxError
 from judge.grading import grade, internal_error
+from judge.problem import Problem
 from judge.report import VerdictReport
-from judge.verdict import Verdict
 from service import metrics
+from service.backoff import backoff
 from service.models import Submission
 from service.queue import send_webhook
-from service.submissions import Claim, claim, heartbeat, release, start_webhook, store
+from service.submissions import Claim, Stored, claim, heartbeat, retry_later, store
 from workers.context import Context
 
 log = logging.getLogger(__name__)
+RETRY_CAP_SECONDS = 600.0
+
+
+@dataclass(frozen=True)
+class Unavailable:
+    """The sandbox could not run the grading: why, and the problem if it was loaded."""
+
+    reason: str
+    problem: Problem | str
 
 
 def run(ctx: Context, celery: Celery, submission_id: str) -> str:
@@ -33,25 +49,36 @@ def run(ctx: Context, celery: Celery, submission_id: str) -> str:
     taken = claim(ctx.db, submission_id, stale_after=ctx.settings.stale_after_seconds)
     if taken is None:
         return "skipped"
-    report = _report(ctx, taken)
-    if report is None:
-        release(ctx.db, submission_id, taken.attempt)
-        return "released"
-    if not store(ctx.db, submission_id, taken.attempt, report):
+    result = _report(ctx, taken)
+    if isinstance(result, Unavailable):
+        failures = taken.failures + 1
+        if failures < ctx.settings.sandbox_attempts:
+            delay = backoff(failures, ctx.settings.sandbox_retry_seconds, RETRY_CAP_SECONDS)
+            log.warning("grading %s: the sandbox is unavailable (%d of %d), again in %.0f s: "
+                        "%s", submission_id, failures, ctx.settings.sandbox_attempts, delay,
+                        result.reason)
+            retry_later(ctx.db, submission_id, taken.attempt, delay=delay, error=result.reason)
+            return "postponed"
+        log.error("grading %s: the sandbox was unavailable %d times, giving up: %s",
+                  submission_id, failures, result.reason)
+        result = internal_error(result.problem, f"the sandbox was unavailable {failures} "
+                                f"times; the last time: {result.reason}", ctx.judge)
+    stored = store(ctx.db, submission_id, taken.attempt, result)
+    if stored is None:
         return "superseded"
-    _after_store(ctx, celery, submission_id, report)
+    _after_store(ctx, celery, submission_id, result, stored)
     return "stored"
 
 
-def _report(ctx: Context, taken: Claim) -> VerdictReport | None:
+def _report(ctx: Context, taken: Claim) -> VerdictReport | Unavailable:
     try:
         problem = ctx.catalog.get(taken.problem)
     except ProblemNotFound:
-        return VerdictReport(problem=taken.problem, problem_version="",
-                             verdict=Verdict.INTERNAL_ERROR, score=0, max_score=0, time_ms=0,
-                             message="the problem no longer exists", tests=[])
-    if taken.tries > ctx.settings.max_attempts:
-        return internal_error(problem, f"grading was interrupted {taken.tries - 1} times "
+        return _broken(ctx, taken.problem, "the problem no longer exists")
+    except ProblemError as exc:
+        return _broken(ctx, taken.problem, f"the problem package cannot be loaded: {exc}")
+    if taken.lost >= ctx.settings.max_attempts:
+        return internal_error(problem, f"grading was interrupted {taken.lost} times "
                               "(a worker was lost); giving up", ctx.judge)
     stop = threading.Event()
     beat = threading.Thread(target=_beat, args=(ctx, taken, stop), daemon=True)
@@ -62,11 +89,20 @@ def _report(ctx: Context, taken: Claim) -> VerdictReport | None:
     except SoftTimeLimitExceeded:
         return internal_error(problem, "grading took longer than "
                               f"{ctx.settings.soft_time_limit_seconds:g} s", ctx.judge)
-    except JudgeError as exc:  # the sandbox could not run at all
-        log.error("grading %s failed, left for the sweeper: %s", taken.submission_id, exc)
-        return None
+    except SandboxError as exc:  # the infrastructure, not the submission: try again later
+        return Unavailable(str(exc) or type(exc).__name__, problem)
+    except ProblemError as exc:  # the stored tests do not match the package
+        return _broken(ctx, problem, f"the problem package cannot be loaded: {exc}")
+    except JudgeError as exc:  # a package naming an unknown checker, ...: not retried
+        return _broken(ctx, problem, f"{type(exc).__name__}: {exc}")
     finally:
         stop.set()
+
+
+def _broken(ctx: Context, problem: Problem | str, message: str) -> VerdictReport:
+    problem_id = problem if isinstance(problem, str) else problem.id
+    log.error("problem %s: %s", problem_id, message)
+    return internal_error(problem, message, ctx.judge)
 
 
 def _beat(ctx: Context, taken: Claim, stop: threading.Event) -> None:
@@ -77,8 +113,10 @@ def _beat(ctx: Context, taken: Claim, stop: threading.Event) -> None:
             log.warning("heartbeat of %s failed: %s", taken.submission_id, exc)
 
 
-def _after_store(ctx: Context, celery: Celery, submission_id: str,
-                 report: VerdictReport) -> None:
+def _after_store(ctx: Context, celery: Celery, submission_id: str, report: VerdictReport,
+                 stored: Stored) -> None:
+    """Metrics, the done notice for long-polls, and the first try of the webhook
+    delivery opened with the report (if that cannot be queued, the sweeper sends it)."""
     with ctx.db.session() as s:
         row = s.get(Submission, submission_id)
         assert row is not None
@@ -89,16 +127,14 @@ def _after_store(ctx: Context, celery: Celery, submission_id: str,
             phases["total"] = (row.finished_at - row.received_at).total_seconds()
             if row.queued_at:
                 phases["queue"] = max(0.0, (row.started_at - row.queued_at).total_seconds())
-        callback = row.callback_url
     try:
+        metrics.count_verdict(ctx.redis, report.verdict.value)
         metrics.observe(ctx.redis, phases)
         metrics.announce_done(ctx.redis, submission_id)
     except RedisError as exc:
         log.warning("metrics for %s not recorded: %s", submission_id, exc)
-    if callback:
-        delivery = start_webhook(ctx.db, submission_id)
+    if stored.delivery is not None:
         try:
-            send_webhook(celery, submission_id, delivery, 0,
-                         timeout=ctx.settings.publish_timeout_seconds)
+            send_webhook(celery, stored.delivery, 0, timeout=ctx.settings.publish_timeout_seconds)
         except Exception as exc:  # overdue: the sweeper sends it when the broker is back
             log.error("webhook for %s not queued: %s", submission_id, exc)

@@ -1,21 +1,85 @@
 """compose.yaml describes the deployed shape: every part, with health checks, the worker
-with the engine's socket, nothing that would hand the sandboxes a network."""
+with the engine's socket and a sandbox that isolates, nothing that would hand the
+sandboxes a network."""
 
 from __future__ import annotations
 
+import os
+import re
+from typing import Any
+
+import pytest
 import yaml
 
-from judge.settings import REPO_ROOT
+from judge.settings import REPO_ROOT, Settings
+from service.settings import ServiceSettings
+from workers.isolation import grading_sandbox
+
+GRADING_QUEUES = {"interactive", "batch"}
 
 
-def test_compose_has_every_part_with_health_checks() -> None:
+@pytest.fixture(scope="module")
+def services() -> dict[str, Any]:
     doc = yaml.safe_load((REPO_ROOT / "compose.yaml").read_text())
-    services = doc["services"]
-    assert {"redis", "postgres", "sandbox-image", "migrate", "api", "worker",
-            "webhooks"} <= set(services)
+    found: dict[str, Any] = doc["services"]
+    return found
+
+
+def environment(service: dict[str, Any]) -> dict[str, str]:
+    """The service's environment as compose gives it with no variables set: each
+    ``${NAME:-default}`` is its default, ``${NAME}`` is empty."""
+    env = service.get("environment") or {}
+    if isinstance(env, list):
+        env = dict(item.split("=", 1) for item in env)
+
+    def resolve(value: object) -> str:
+        return re.sub(r"\$\{[A-Za-z_][A-Za-z0-9_]*(?::?-([^}]*))?\}",
+                      lambda m: m.group(1) or "", str(value))
+
+    return {name: resolve(value) for name, value in env.items()}
+
+
+def grades(service: dict[str, Any]) -> bool:
+    """The service runs a Celery worker that consumes a grading queue."""
+    command = [str(part) for part in service.get("command") or []]
+    if "worker" not in command or "workers.app" not in command:
+        return False
+    queues = command[command.index("-Q") + 1].split(",") if "-Q" in command else [
+        "interactive", "batch", "webhooks"]
+    return bool(GRADING_QUEUES & set(queues))
+
+
+def test_compose_has_every_part_with_health_checks(services: dict[str, Any]) -> None:
+    assert {"redis", "postgres", "sandbox-image", "migrate", "api", "worker", "webhooks",
+            "sweeper"} <= set(services)
     for name in ("redis", "postgres", "api", "worker"):
         assert "healthcheck" in services[name], name
     assert any("docker.sock" in str(v) for v in services["worker"].get("volumes", []))
-    assert not any("docker.sock" in str(v) for v in services["api"].get("volumes", []))
+    for name in ("api", "webhooks", "sweeper"):
+        assert not any("docker.sock" in str(v) for v in services[name].get("volumes", []))
     assert "gunicorn" in str(services["api"]["command"])
-    assert "postgresql" in str(doc).lower()
+    assert environment(services["api"])["JAXJUDGE_DATABASE_URL"].startswith("postgresql")
+    assert services["sweeper"]["command"] == ["python", "-m", "workers.sweeper"]
+
+
+def test_every_grading_worker_grades_in_the_docker_sandbox(
+        services: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The settings each grading worker reads from its environment, parsed as the worker
+    parses them: the docker sandbox, and grading without isolation never allowed."""
+    graders = [name for name, service in services.items() if grades(service)]
+    assert graders == ["worker"]
+    for name, service in services.items():
+        env = environment(service)
+        assert not any("INSECURE" in variable for variable in env), name
+        if name not in graders:
+            continue
+        for variable in list(os.environ):
+            if variable.startswith("JAXJUDGE_"):
+                monkeypatch.delenv(variable)
+        for variable, value in env.items():
+            monkeypatch.setenv(variable, value)
+        judge, service_settings = Settings(), ServiceSettings()
+        assert judge.sandbox == "docker"
+        assert service_settings.insecure_unsandboxed_grading is False
+        assert grading_sandbox(judge, service_settings.insecure_unsandboxed_grading) == "docker"
+        assert judge.docker_host == "unix:///var/run/docker.sock"

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
+from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from alembic.autogenerate import compare_metadata
@@ -10,15 +15,15 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import select, text
 
 from service.db import Database, make_engine, utcnow
-from service.keys import create_key
 from service.migrate import current, upgrade
-from service.models import Base, Submission
+from service.models import Base, Delivery, Grading, Submission, Tenant
+from service.webhooks import sign, verify
 
 pytestmark = pytest.mark.service
 
 
 def test_the_migrated_schema_is_the_models_schema(any_database_url: str) -> None:
-    assert current(any_database_url) == "0002"
+    assert current(any_database_url) == "0003"
     engine = make_engine(any_database_url)
     try:
         with engine.connect() as conn:
@@ -36,31 +41,98 @@ def empty_database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return url
 
 
+INSERT = text(
+    "INSERT INTO submissions (id, tenant_id, problem, problem_version, code, code_sha256,"
+    " queue, status, enqueued, attempt, tries, received_at, callback_url, webhook_status,"
+    " webhook_attempts) VALUES (:id, 1, 'demo/layout', 'v1', 'x = 1', :sha, 'interactive',"
+    " :status, false, :attempt, 1, :now, :url, :state, :tries)")
+
+
+def submission(sid: str, state: str | None, status: str = "done", attempt: int = 1,
+               tries: int = 1, url: str | None = "https://lms.example/hook") -> dict[str, Any]:
+    return {"id": sid, "sha": "0" * 64, "now": utcnow(), "state": state, "status": status,
+            "attempt": attempt, "tries": tries, "url": url}
+
+
 def test_0002_turns_deliveries_left_open_into_due_pending_ones(empty_database_url: str) -> None:
     upgrade(empty_database_url, "0001")
-    db = Database(empty_database_url)
+    engine = make_engine(empty_database_url)
     try:
-        with db.session() as s:
-            create_key(s, "course-a", "client")
+        with engine.begin() as conn:
+            conn.execute(text("INSERT INTO tenants (id, name, webhook_secret, created_at)"
+                              " VALUES (1, 'course-a', 'secret', :now)"), {"now": utcnow()})
             for sid, state in [("unsent", "unsent"), ("pending", "pending"),
                                ("delivered", "delivered"), ("none", None)]:
-                s.execute(text(
-                    "INSERT INTO submissions (id, tenant_id, problem, problem_version, code,"
-                    " code_sha256, queue, status, enqueued, attempt, tries, received_at,"
-                    " webhook_status, webhook_attempts) VALUES (:id, 1, 'demo/layout', 'v1',"
-                    " 'x = 1', :sha, 'interactive', 'done', false, 1, 1, :now, :state, 1)"),
-                    {"id": sid, "sha": "0" * 64, "now": utcnow(), "state": state})
-        upgrade(empty_database_url)
-        with db.session() as s:
-            rows = {r.id: r for r in s.scalars(select(Submission))}
+                conn.execute(INSERT, submission(sid, state))
+        upgrade(empty_database_url, "0002")
+        with engine.connect() as conn:
+            rows = {r.id: r for r in conn.execute(text(
+                "SELECT id, webhook_status, webhook_delivery, webhook_due_at FROM submissions"))}
     finally:
-        db.dispose()
+        engine.dispose()
     for sid in ("unsent", "pending"):
         assert rows[sid].webhook_status == "pending"
         assert rows[sid].webhook_delivery and len(rows[sid].webhook_delivery) == 32
         assert rows[sid].webhook_due_at is not None
-        assert rows[sid].webhook_due_at <= utcnow()
     assert rows["unsent"].webhook_delivery != rows["pending"].webhook_delivery
     for sid in ("delivered", "none"):
         assert (rows[sid].webhook_delivery, rows[sid].webhook_due_at) == (None, None)
     assert rows["delivered"].webhook_status == "delivered"
+
+
+def test_0003_moves_deliveries_to_their_own_table_and_secrets_to_standard_webhooks(
+        empty_database_url: str) -> None:
+    upgrade(empty_database_url, "0002")
+    old_secret = "ab" * 32  # what tenants got before: token_hex(32)
+    due = utcnow() - timedelta(minutes=5)
+    engine = make_engine(empty_database_url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(text("INSERT INTO tenants (id, name, webhook_secret, created_at)"
+                              " VALUES (1, 'course-a', :secret, :now)"),
+                         {"secret": old_secret, "now": utcnow()})
+            conn.execute(INSERT, submission("open", "pending", attempt=3, tries=2))
+            conn.execute(INSERT, submission("delivered", "delivered"))
+            conn.execute(INSERT, submission("failed", "failed", tries=8))
+            conn.execute(INSERT, submission("none", None, url=None))
+            conn.execute(INSERT, submission("running", None, status="running"))
+            conn.execute(text("INSERT INTO gradings (submission_id, attempt, worker, started_at,"
+                              " outcome) VALUES ('open', 3, 'host:1', :now, 'stored')"),
+                         {"now": utcnow()})
+            conn.execute(text("UPDATE submissions SET webhook_delivery = :d, webhook_due_at = :due,"
+                              " webhook_error = 'HTTP 500' WHERE id = 'open'"),
+                         {"d": "d" * 32, "due": due})
+    finally:
+        engine.dispose()
+    upgrade(empty_database_url)
+    db = Database(empty_database_url)
+    try:
+        with db.session() as s:
+            moved = {d.submission_id: d for d in s.scalars(select(Delivery))}
+            rows = {r.id: r for r in s.scalars(select(Submission))}
+            secret = s.scalar(select(Tenant.webhook_secret))
+            kept = s.execute(select(Grading.submission_id, Grading.error)).all()
+    finally:
+        db.dispose()
+    assert kept == [("open", None)]  # rebuilding the table cascaded no delete
+    assert set(moved) == {"open", "delivered", "failed"}
+    opened = moved["open"]  # keeps its id: a message for it still in the broker finds it
+    assert (opened.id, opened.kind, opened.attempt, opened.tenant_id, opened.url) == (
+        "d" * 32, "webhook", 3, 1, "https://lms.example/hook")
+    assert (opened.status, opened.attempts, opened.last_error) == ("pending", 2, "HTTP 500")
+    assert opened.due_at is not None and abs((opened.due_at - due).total_seconds()) < 1
+    assert (moved["delivered"].status, moved["delivered"].due_at) == ("delivered", None)
+    assert (moved["failed"].status, moved["failed"].attempts) == ("failed", 8)
+    assert len(moved["delivered"].id) == 32
+    # the API shows each report's delivery as before
+    assert rows["open"].delivery is not None and rows["open"].delivery.id == "d" * 32
+    assert rows["delivered"].delivery is not None
+    assert rows["none"].delivery is None and rows["running"].delivery is None
+    assert (rows["open"].failures, rows["open"].retry_at) == (0, None)
+    # the secret's key is unchanged: whsec_ + base64 of the old text
+    assert secret == "whsec_" + base64.b64encode(old_secret.encode()).decode()
+    headers = sign(secret, "d" * 32, b"{}")
+    assert verify(secret, b"{}", headers)
+    expected = base64.b64encode(hmac.new(old_secret.encode(), b"d" * 32 + b"." + headers[
+        "webhook-timestamp"].encode() + b".{}", hashlib.sha256).digest()).decode()
+    assert headers["webhook-signature"] == f"v1,{expected}"

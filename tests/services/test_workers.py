@@ -1,25 +1,32 @@
 """Real worker processes, real Redis, real Docker sandboxes: grading end to end and
-what happens when a worker is killed, Redis restarts or the broker is away."""
+what happens when a worker is killed, Redis restarts, the broker is away or the Docker
+engine restarts."""
 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
-from servers import RedisServer, Worker, wait_for
-from service_fixtures import auth
+from servers import RedisServer, Sweeper, Worker, wait_for
+from service_fixtures import auth, submit, wait_done
 from sqlalchemy import select
 
+from judge.settings import REPO_ROOT
+from service.liveness import pid_alive
 from service.models import Grading, Submission, Tenant
 from service.settings import ServiceSettings
-from service.webhooks import verify
+from service.webhooks import ID_HEADER, verify
 from tests_support import LAYOUT_GOOD as GOOD
 from tests_support import LAYOUT_WRONG as WRONG
 
@@ -28,27 +35,11 @@ BROKER_DOWN_SECONDS = 12  # several of the worker's reconnection attempts
 SLOW = "import time\n" + GOOD.replace("    return", "    time.sleep(0.8)\n    return")
 
 
-def submit(client: FlaskClient, key: str, code: str = GOOD, **body: Any) -> str:
-    r = client.post("/v1/submissions", json={"problem": "demo/layout", "code": code, **body},
-                    headers=auth(key))
-    assert r.status_code in (200, 202), r.get_json()
-    sid: str = r.get_json()["id"]
-    return sid
-
-
-def done(client: FlaskClient, key: str, sid: str, timeout: float = 120) -> dict[str, Any]:
-    def check() -> dict[str, Any] | None:
-        body = client.get(f"/v1/submissions/{sid}?wait=2", headers=auth(key)).get_json()
-        return body if body["status"] == "done" else None
-
-    found: dict[str, Any] = wait_for(check, timeout, f"submission {sid} done")
-    return found
-
-
 def gradings(app: Flask, sid: str) -> dict[int, str | None]:
     with app.extensions["jaxjudge"].db.session() as s:
         return dict(s.execute(select(Grading.attempt, Grading.outcome)
-                              .where(Grading.submission_id == sid)).all())
+                              .where(Grading.submission_id == sid)
+                              .order_by(Grading.attempt)).all())
 
 
 def test_submissions_are_graded_with_the_right_verdicts(
@@ -56,8 +47,8 @@ def test_submissions_are_graded_with_the_right_verdicts(
         start_worker: Callable[..., Worker]) -> None:
     start_worker("-Q", "interactive,batch", "--concurrency", "1")
     good, wrong = submit(client, keys["client"]), submit(client, keys["client"], WRONG)
-    assert done(client, keys["client"], good)["verdict"] == "accepted"
-    report = done(client, keys["client"], wrong)["report"]
+    assert wait_done(client, keys["client"], good)["verdict"] == "accepted"
+    report = wait_done(client, keys["client"], wrong)["report"]
     assert report["verdict"] == "wrong_answer" and report["sandbox"] == "docker"
     assert gradings(app, good) == {1: "stored"}
     ready = client.get("/readyz").get_json()
@@ -70,7 +61,8 @@ def test_submissions_are_graded_with_the_right_verdicts(
 
 def test_a_worker_killed_mid_grading_is_replaced_and_the_report_stored_once(
         client: FlaskClient, keys: dict[str, str], app: Flask,
-        start_worker: Callable[..., Worker]) -> None:
+        start_worker: Callable[..., Worker], start_sweeper: Callable[..., Sweeper]) -> None:
+    start_sweeper()
     first = start_worker("-Q", "interactive,batch", "--concurrency", "1")
     sid = submit(client, keys["client"], SLOW)
     wait_for(lambda: client.get(f"/v1/submissions/{sid}", headers=auth(keys["client"]))
@@ -79,7 +71,7 @@ def test_a_worker_killed_mid_grading_is_replaced_and_the_report_stored_once(
     assert client.get(f"/v1/submissions/{sid}", headers=auth(keys["client"])).get_json()[
         "status"] == "running"
     start_worker("-Q", "interactive,batch", "--concurrency", "1")
-    body = done(client, keys["client"], sid)
+    body = wait_done(client, keys["client"], sid)
     assert body["verdict"] == "accepted" and body["attempt"] == 2
     assert gradings(app, sid) == {1: "lost", 2: "stored"}
 
@@ -93,13 +85,14 @@ def test_queued_submissions_survive_a_redis_restart(
     redis_server.start()
     assert redis_server.client().llen("interactive") == 4  # the append-only file kept them
     start_worker("-Q", "interactive,batch", "--concurrency", "1")
-    verdicts = [done(client, keys["client"], sid)["verdict"] for sid in ids]
+    verdicts = [wait_done(client, keys["client"], sid)["verdict"] for sid in ids]
     assert verdicts == ["wrong_answer", "accepted", "wrong_answer", "accepted"]
 
 
 def test_a_submission_taken_while_the_broker_was_down_is_queued_when_it_returns(
         client: FlaskClient, keys: dict[str, str], redis_server: RedisServer,
-        start_worker: Callable[..., Worker]) -> None:
+        start_worker: Callable[..., Worker], start_sweeper: Callable[..., Sweeper]) -> None:
+    start_sweeper()
     start_worker("-Q", "interactive,batch", "--concurrency", "1")
     redis_server.stop()
     try:
@@ -108,7 +101,7 @@ def test_a_submission_taken_while_the_broker_was_down_is_queued_when_it_returns(
         assert r.status_code == 202 and r.get_json()["queued_at"] is None
     finally:
         redis_server.start()
-    assert done(client, keys["client"], r.get_json()["id"])["verdict"] == "accepted"
+    assert wait_done(client, keys["client"], r.get_json()["id"])["verdict"] == "accepted"
 
 
 def test_interactive_submissions_go_ahead_of_batch_work(
@@ -120,7 +113,7 @@ def test_interactive_submissions_go_ahead_of_batch_work(
     assert batch.status_code == 202
     sid = submit(client, keys["client"])
     start_worker("-Q", "interactive,batch", "--concurrency", "1")
-    done(client, keys["client"], sid)
+    wait_done(client, keys["client"], sid)
     wait_for(lambda: client.get(batch.headers["Location"], headers=auth(keys["instructor"]))
              .get_json()["done"], 120, "the batch")
     with app.extensions["jaxjudge"].db.session() as s:
@@ -169,8 +162,7 @@ def test_the_report_is_posted_signed_and_retried(
         update={"webhook_allow": ["127.0.0.1"]})
     client = app.test_client()
     start_worker("-Q", "interactive,batch", "--concurrency", "1", webhook_allow=["127.0.0.1"])
-    start_worker("-Q", "webhooks", "--pool", "threads", "--without-sweeper",
-                 webhook_allow=["127.0.0.1"])
+    start_worker("-Q", "webhooks", "--pool", "threads", webhook_allow=["127.0.0.1"])
     Receiver.fail_first = {"/hook": 2}
     sid = submit(client, keys["client"], callback_url=f"{receiver}/hook",
                  metadata={"lti": "abc"})
@@ -179,13 +171,14 @@ def test_the_report_is_posted_signed_and_retried(
     with app.extensions["jaxjudge"].db.session() as s:
         secret = s.scalar(select(Tenant.webhook_secret).where(Tenant.name == "course-a"))
         row = s.get(Submission, sid)
-        assert row is not None
-        assert (row.webhook_status, row.webhook_attempts) == ("delivered", 3)
+        assert row is not None and row.delivery is not None
+        assert (row.delivery.status, row.delivery.attempts) == ("delivered", 3)
     assert len(Receiver.calls) == 3
-    assert len({h["X-Jaxjudge-Delivery"] for _, h, _ in Receiver.calls}) == 1  # one delivery id
-    _, headers, body = Receiver.calls[-1]
-    assert secret and verify(secret, body, headers["X-Jaxjudge-Signature"])
-    assert not verify(secret, body + b" ", headers["X-Jaxjudge-Signature"])
+    assert {h[ID_HEADER] for _, h, _ in Receiver.calls} == {row.delivery.id}  # one delivery id
+    for _, headers, body in Receiver.calls:  # each try signed afresh, Standard Webhooks
+        assert secret and verify(secret, body, headers)
+        assert not verify(secret, body + b" ", headers)
+    _, _, body = Receiver.calls[-1]
     event = json.loads(body)
     assert event["event"] == "submission.done" and event["tenant"] == "course-a"
     assert event["submission"]["report"]["verdict"] == "accepted"
@@ -195,7 +188,7 @@ def test_the_report_is_posted_signed_and_retried(
 def test_connected_workers_ride_out_a_redis_restart(
         service_settings: ServiceSettings, keys: dict[str, str], app: Flask,
         redis_server: RedisServer, receiver: str,
-        start_worker: Callable[..., Worker]) -> None:
+        start_worker: Callable[..., Worker], start_sweeper: Callable[..., Sweeper]) -> None:
     """Redis killed and restarted under a grading worker that is grading one submission
     with more queued, and under a webhook worker holding a retry for its countdown (the
     case that made kombu 5.7 exit for good): both processes survive and reconnect,
@@ -206,8 +199,8 @@ def test_connected_workers_ride_out_a_redis_restart(
     app.extensions["jaxjudge"].settings = service_settings.model_copy(update=overrides)
     client = app.test_client()
     grader = start_worker("-Q", "interactive,batch", "--concurrency", "1", **overrides)
-    webhooks = start_worker("-Q", "webhooks", "--pool", "threads", "--without-sweeper",
-                            **overrides)
+    webhooks = start_worker("-Q", "webhooks", "--pool", "threads", **overrides)
+    sweeper = start_sweeper(**overrides)
     held = submit(client, keys["client"], callback_url=f"{receiver}/flaky")
     wait_for(lambda: paths() == ["/flaky"], 60, "the first delivery to fail")
     running = submit(client, keys["client"], SLOW)
@@ -218,17 +211,85 @@ def test_connected_workers_ride_out_a_redis_restart(
     redis_server.stop(kill=True)
     time.sleep(BROKER_DOWN_SECONDS)
     redis_server.start()
-    assert done(client, keys["client"], running)["verdict"] == "accepted"
-    assert [done(client, keys["client"], sid)["verdict"] for sid in queued] == [
+    assert wait_done(client, keys["client"], running)["verdict"] == "accepted"
+    assert [wait_done(client, keys["client"], sid)["verdict"] for sid in queued] == [
         "wrong_answer", "accepted"]
     later = submit(client, keys["client"], callback_url=f"{receiver}/ok")  # after the restart
-    assert done(client, keys["client"], later)["verdict"] == "accepted"
+    assert wait_done(client, keys["client"], later)["verdict"] == "accepted"
     wait_for(lambda: "/ok" in paths() and paths().count("/flaky") == 2, 60,
              "the later webhook and the held retry delivered")
-    for worker in (grader, webhooks):
-        assert worker.proc.poll() is None, worker.log.read_text()[-3000:]
+    for process in (grader, webhooks, sweeper):
+        assert process.proc.poll() is None, process.log.read_text()[-3000:]
     assert gradings(app, later) == {1: "stored"}
     state = client.get(f"/v1/submissions/{held}", headers=auth(keys["client"])).get_json()
     assert state["webhook"]["status"] == "delivered" and state["webhook"]["attempts"] == 2
     time.sleep(3)  # several sweeps: nothing is resent once delivered
     assert paths().count("/flaky") == 2
+
+
+def engine_answers() -> bool:
+    return subprocess.run(["docker", "info"], capture_output=True, timeout=30).returncode == 0
+
+
+def stop_engine() -> None:
+    """SIGTERM to dockerd, as an operator stopping it would; until it is gone."""
+    pid = int(Path("/var/run/docker.pid").read_text())
+    os.kill(pid, signal.SIGTERM)
+    wait_for(lambda: not pid_alive(pid), 120, "dockerd to stop", every=0.2)
+
+
+def start_engine() -> None:
+    """As docker/engine.sh does (it is what it runs: `nohup dockerd --bridge=none
+    --iptables=false`), in a session of its own so that it outlives the test."""
+    if not engine_answers():
+        subprocess.run(["bash", str(REPO_ROOT / "docker" / "engine.sh")], check=True,
+                       start_new_session=True, timeout=120, stdout=subprocess.DEVNULL)
+    wait_for(engine_answers, 60, "docker info to answer", every=0.5)
+
+
+def test_an_engine_restart_delays_gradings_and_never_becomes_their_verdict(
+        service_settings: ServiceSettings, keys: dict[str, str], app: Flask, receiver: str,
+        start_worker: Callable[..., Worker], start_sweeper: Callable[..., Sweeper]) -> None:
+    """The real Docker engine stopped under a worker with a warm pool, and started again:
+    what is graded meanwhile finds the sandbox unavailable and goes back to the queue with
+    backoff (a failed grading each time, no verdict, no webhook), and is graded with its
+    right verdict once the engine answers; its webhook fires once, with that verdict."""
+    overrides: dict[str, Any] = {"webhook_allow": ["127.0.0.1"], "sandbox_retry_seconds": 0.5,
+                                 "sandbox_attempts": 50}
+    app.extensions["jaxjudge"].settings = service_settings.model_copy(update=overrides)
+    client = app.test_client()
+    grader = start_worker("-Q", "interactive,batch", "--concurrency", "1", **overrides)
+    start_worker("-Q", "webhooks", "--pool", "threads", **overrides)
+    start_sweeper(**overrides)
+    try:
+        stop_engine()
+        good = submit(client, keys["client"], callback_url=f"{receiver}/hook")
+        wrong = submit(client, keys["client"], WRONG)
+
+        def failed(sid: str) -> list[int]:
+            return [attempt for attempt, outcome in gradings(app, sid).items()
+                    if outcome == "failed"]
+
+        wait_for(lambda: len(failed(good)) >= 2 and len(failed(wrong)) >= 2, 120,
+                 "gradings to find the sandbox unavailable")
+        for sid in (good, wrong):
+            body = client.get(f"/v1/submissions/{sid}", headers=auth(keys["client"])).get_json()
+            assert body["status"] != "done" and body["verdict"] is None, body
+        assert Receiver.calls == []  # a requeue sends no webhook
+    finally:
+        start_engine()
+    assert wait_done(client, keys["client"], good, timeout=240)["verdict"] == "accepted"
+    body = wait_done(client, keys["client"], wrong, timeout=240)
+    assert (body["verdict"], body["report"]["sandbox"]) == ("wrong_answer", "docker")
+    for sid in (good, wrong):
+        outcomes = list(gradings(app, sid).values())
+        assert outcomes[-1] == "stored" and set(outcomes[:-1]) == {"failed"}, outcomes
+        assert len(outcomes) >= 3
+        with app.extensions["jaxjudge"].db.session() as s:
+            errors = list(s.scalars(select(Grading.error).where(
+                Grading.submission_id == sid, Grading.outcome == "failed")))
+        assert all(errors), errors  # each failed grading says why
+    wait_for(lambda: paths() == ["/hook"], 60, "the webhook")
+    event = json.loads(Receiver.calls[0][2])
+    assert event["submission"]["verdict"] == "accepted"
+    assert grader.proc.poll() is None, grader.log.read_text()[-3000:]

@@ -1,4 +1,5 @@
-"""service.webhooks: signing, the SSRF policy and delivery to a real local server.
+"""service.webhooks: Standard Webhooks signing, the SSRF policy and delivery to a real
+local server.
 
 Network rule: the only traffic is to a ThreadingHTTPServer on 127.0.0.1 that a test starts.
 Refusals are proven to happen before any DNS look-up or connection by the ``no_network``
@@ -8,6 +9,9 @@ fixture, which makes every such call fail the test; names other than ``localhost
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 import re
 import socket
 import threading
@@ -19,23 +23,25 @@ from typing import Any, cast
 
 import pytest
 import urllib3
+from standardwebhooks import Webhook
 
+from service.backoff import backoff
 from service.webhooks import (
-    DELIVERY_HEADER,
-    EVENT_HEADER,
+    ID_HEADER,
     SIGNATURE_HEADER,
+    TIMESTAMP_HEADER,
     USER_AGENT,
-    Delivery,
+    Outcome,
     WebhookRefused,
-    backoff,
     check_url,
     deliver,
+    new_secret,
     resolve,
     sign,
     verify,
 )
 
-SECRET = "tenant-secret"
+SECRET = new_secret()
 BODY = b'{"submission":"s-1","verdict":"accepted","score":1.0}'
 STATUS = {"/created": 201, "/redirect": 302, "/missing": 404, "/throttle": 429,
           "/fail": 500, "/unavailable": 503}
@@ -140,34 +146,70 @@ def fake_dns(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[str]]:
 
 
 def signed(body: bytes = BODY) -> dict[str, str]:
-    return {SIGNATURE_HEADER: sign(SECRET, body), EVENT_HEADER: "submission.graded",
-            DELIVERY_HEADER: "dlv-0001"}
+    return sign(SECRET, "dlv-0001", body)
 
 
 # --- signing ---------------------------------------------------------------------------------
 
+# The Standard Webhooks specification's published test vector.
+VECTOR_SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+VECTOR_ID, VECTOR_TIME, VECTOR_BODY = "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330, \
+    b'{"test": 2432232314}'
+VECTOR_SIGNATURE = "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
+
+
+def test_signatures_reproduce_the_specification_test_vector() -> None:
+    headers = sign(VECTOR_SECRET, VECTOR_ID, VECTOR_BODY, at=VECTOR_TIME)
+    assert headers == {ID_HEADER: VECTOR_ID, TIMESTAMP_HEADER: str(VECTOR_TIME),
+                       SIGNATURE_HEADER: VECTOR_SIGNATURE}
+    # and the same by hand: HMAC-SHA256 of "id.timestamp.body", base64, "v1," in front
+    key = base64.b64decode(VECTOR_SECRET.removeprefix("whsec_"))
+    mac = hmac.new(key, b"%s.%d.%s" % (VECTOR_ID.encode(), VECTOR_TIME, VECTOR_BODY),
+                   hashlib.sha256).digest()
+    assert "v1," + base64.b64encode(mac).decode() == VECTOR_SIGNATURE
+
+
+def test_secrets_are_standard_webhooks_secrets() -> None:
+    secret = new_secret()
+    assert re.fullmatch(r"whsec_[A-Za-z0-9+/]{43}=", secret)
+    assert len(base64.b64decode(secret.removeprefix("whsec_"))) == 32
+    assert new_secret() != secret
+
 
 def test_sign_and_verify_round_trip() -> None:
-    header = sign(SECRET, BODY)
-    assert re.fullmatch(r"sha256=[0-9a-f]{64}", header)
-    assert verify(SECRET, BODY, header)
-    assert not verify(SECRET, BODY + b" ", header)
-    assert not verify("other-secret", BODY, header)
-    for bad in ("", "sha256=", header.removeprefix("sha256="), "md5=" + header[7:], header[:-1]):
-        assert not verify(SECRET, BODY, bad)
+    headers = sign(SECRET, "dlv-0001", BODY)
+    assert re.fullmatch(r"v1,[A-Za-z0-9+/]{43}=", headers[SIGNATURE_HEADER])
+    assert verify(SECRET, BODY, headers)
+    Webhook(SECRET).verify(BODY, headers)  # what a receiver using the package does
+    assert not verify(SECRET, BODY + b" ", headers)
+    assert not verify(new_secret(), BODY, headers)
+    assert not verify(SECRET, BODY, headers | {ID_HEADER: "dlv-0002"})  # the id is signed
+    for bad in ("", "v1,", "v1", "v2," + headers[SIGNATURE_HEADER][3:],
+                headers[SIGNATURE_HEADER][:-2] + "A=", "v1,!!!"):
+        assert not verify(SECRET, BODY, headers | {SIGNATURE_HEADER: bad}), bad
+    assert not verify(SECRET, BODY, {k: v for k, v in headers.items() if k != ID_HEADER})
 
 
-def test_delivered_body_and_header_verify(hook: Hook) -> None:
+def test_a_captured_delivery_cannot_be_replayed_later() -> None:
+    """The timestamp is signed, and a receiver refuses one over 5 minutes from its clock:
+    replaying an old delivery, or moving its timestamp, fails."""
+    old = sign(SECRET, "dlv-0001", BODY, at=time.time() - 6 * 60)
+    assert not verify(SECRET, BODY, old)
+    moved = old | {TIMESTAMP_HEADER: str(int(time.time()))}
+    assert not verify(SECRET, BODY, moved)
+    assert not verify(SECRET, BODY, sign(SECRET, "dlv-0001", BODY, at=time.time() + 6 * 60))
+    assert verify(SECRET, BODY, sign(SECRET, "dlv-0001", BODY, at=time.time() - 60))
+
+
+def test_delivered_body_and_headers_verify(hook: Hook) -> None:
     headers = signed() | {"host": "evil.example", "Content-Type": "text/plain"}
     result = deliver(hook.url("/ok"), BODY, headers, allow=["127.0.0.1"], timeout=5)
-    assert result == Delivery(ok=True, status=200, error="", retry=False)
+    assert result == Outcome(ok=True, status=200, error="", retry=False)
     [got] = hook.seen
     assert got.body == BODY
-    assert verify(SECRET, got.body, got.headers[SIGNATURE_HEADER])
-    assert not verify(SECRET, got.body.replace(b"accepted", b"wrong_answer"),
-                      got.headers[SIGNATURE_HEADER])
-    assert got.headers[EVENT_HEADER] == "submission.graded"
-    assert got.headers[DELIVERY_HEADER] == "dlv-0001"
+    assert verify(SECRET, got.body, got.headers)
+    assert not verify(SECRET, got.body.replace(b"accepted", b"wrong_answer"), got.headers)
+    assert got.headers[ID_HEADER] == "dlv-0001"
     assert got.headers["Content-Type"] == "application/json"
     assert got.headers["User-Agent"] == USER_AGENT
     assert got.headers["Host"] == f"127.0.0.1:{hook.port}"

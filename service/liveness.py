@@ -1,0 +1,31 @@
+"""Which process holds a grading: ``host:pid`` names, and whether such a process is
+gone. A claim and the sweeper take a grading over at once when its worker ran on this
+host and its process is gone, without waiting for its heartbeat to go stale."""
+
+from __future__ import annotations
+
+import os
+import socket
+
+
+def worker_name() -> str:
+    """This process, as ``host:pid``."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, under another user
+        return True
+    return True
+
+
+def worker_gone(worker: str | None) -> bool:
+    """True when ``worker`` ran on this host and its process is gone."""
+    if not worker:
+        return False
+    host, _, pid = worker.rpartition(":")
+    return host == socket.gethostname() and pid.isdigit() and not pid_alive(int(pid))

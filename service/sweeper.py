@@ -1,0 +1,191 @@
+"""The sweeper: finds what faults left behind and puts it back on its way.
+
+- ``running`` submissions whose heartbeat is older than ``stale_after_seconds`` (or whose
+  worker process on this host is gone) go back to ``queued``: their grading was lost;
+- ``queued`` submissions never published (the broker was away when they arrived, or
+  their sandbox was unavailable and their ``retry_at`` has come) are published;
+- ``queued`` submissions published more than ``requeue_after_seconds`` ago and never
+  started are published again (a message lost with the broker's data);
+- webhook tries that are overdue are queued again (:func:`service.deliveries.resend_overdue`).
+
+Every query pages through its rows (keyset pagination, ``page`` rows at a time), so a
+backlog of any size is found, and every statement binds at most ``MAX_BIND`` ids.
+
+One process sweeps at a time for the whole service: :func:`run` loops in its own process
+(``python -m workers.sweeper``), and each round sweeps only while it holds
+:class:`Leadership`, a Redis lock with an expiry that it renews every round. Start one
+sweeper per host, or several: one sweeps, the others stand by and take over within
+``lock_seconds`` when it dies. Every move is a conditional UPDATE too, so two sweepers
+that did overlap (a round longer than the lock's expiry) would still move each
+submission once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from dataclasses import dataclass
+from datetime import timedelta
+
+from celery import Celery
+from redis import Redis
+from redis.exceptions import LockError, RedisError
+from sqlalchemy import and_, or_, select
+
+from service import deliveries
+from service.db import Database, utcnow
+from service.liveness import worker_gone
+from service.models import Status, Submission
+from service.settings import ServiceSettings
+from service.submissions import dispatch, requeue_lost
+
+log = logging.getLogger(__name__)
+LOCK_KEY = "jaxjudge:sweeper"
+PAGE = 500
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    lost: list[str]  # running, but their worker is gone: moved back to queued
+    unpublished: list[tuple[str, str]]  # (id, queue) never published, or due again
+    stale: list[tuple[str, str]]  # published long ago, never started
+
+
+def find_lost(db: Database, *, stale_after: float, page: int = PAGE) -> list[str]:
+    """Move every lost grading back to ``queued`` (one conditional UPDATE each, so two
+    sweepers never both take one); their ids."""
+    now = utcnow()
+    cutoff = now - timedelta(seconds=stale_after)
+    lost: list[str] = []
+    after = ""
+    while True:
+        with db.session() as s:
+            rows = s.execute(
+                select(Submission.id, Submission.attempt, Submission.worker,
+                       Submission.heartbeat_at)
+                .where(Submission.status == Status.RUNNING, Submission.id > after)
+                .order_by(Submission.id).limit(page)).all()
+            for sid, attempt, worker, beat in rows:
+                if (beat is None or beat < cutoff or worker_gone(worker)) and requeue_lost(
+                        s, sid, attempt, now):
+                    lost.append(sid)
+        if len(rows) < page:
+            return lost
+        after = rows[-1][0]
+
+
+def find_unpublished(db: Database, *, page: int = PAGE) -> list[tuple[str, str]]:
+    """(id, queue) of every queued submission not in the broker and due, oldest first."""
+    now = utcnow()
+    found: list[tuple[str, str]] = []
+    last: tuple[object, str] | None = None
+    while True:
+        query = (select(Submission.received_at, Submission.id, Submission.queue)
+                 .where(Submission.status == Status.QUEUED, Submission.enqueued.is_(False),
+                        or_(Submission.retry_at.is_(None), Submission.retry_at <= now))
+                 .order_by(Submission.received_at, Submission.id).limit(page))
+        if last is not None:
+            query = query.where(or_(Submission.received_at > last[0],
+                                    and_(Submission.received_at == last[0],
+                                         Submission.id > last[1])))
+        with db.session() as s:
+            rows = s.execute(query).all()
+        found += [(sid, queue) for _, sid, queue in rows]
+        if len(rows) < page:
+            return found
+        last = (rows[-1][0], rows[-1][1])
+
+
+def find_stale(db: Database, *, requeue_after: float, page: int = PAGE) -> list[tuple[str, str]]:
+    """(id, queue) of every queued submission published over ``requeue_after`` s ago."""
+    cutoff = utcnow() - timedelta(seconds=requeue_after)
+    found: list[tuple[str, str]] = []
+    after = ""
+    while True:
+        with db.session() as s:
+            rows = s.execute(
+                select(Submission.id, Submission.queue)
+                .where(Submission.status == Status.QUEUED, Submission.enqueued.is_(True),
+                       or_(Submission.queued_at.is_(None), Submission.queued_at < cutoff),
+                       Submission.id > after)
+                .order_by(Submission.id).limit(page)).all()
+        found += [(sid, queue) for sid, queue in rows]
+        if len(rows) < page:
+            return found
+        after = rows[-1][0]
+
+
+def find_strays(db: Database, *, stale_after: float, requeue_after: float,
+                page: int = PAGE) -> SweepPlan:
+    """What the sweeper must do now (lost gradings are moved back to ``queued`` here)."""
+    lost = find_lost(db, stale_after=stale_after, page=page)
+    return SweepPlan(lost, find_unpublished(db, page=page),
+                     find_stale(db, requeue_after=requeue_after, page=page))
+
+
+def sweep(db: Database, celery: Celery, settings: ServiceSettings) -> SweepPlan:
+    """Requeue lost gradings, publish unpublished and stale submissions, resend overdue
+    webhook tries."""
+    plan = find_strays(db, stale_after=settings.stale_after_seconds,
+                       requeue_after=settings.requeue_after_seconds)
+    todo = plan.unpublished + plan.stale
+    if todo:
+        dispatch(db, celery, todo, timeout=settings.publish_timeout_seconds)
+    resent = deliveries.resend_overdue(db, celery, timeout=settings.publish_timeout_seconds,
+                                       grace=settings.stale_after_seconds,
+                                       resend_after=settings.requeue_after_seconds)
+    if plan.lost or todo or resent:
+        log.info("sweep: %d lost, %d unpublished, %d stale, %d webhook tries resent",
+                 len(plan.lost), len(plan.unpublished), len(plan.stale), resent)
+    return plan
+
+
+class Leadership:
+    """The right to sweep, held by one process at a time: a Redis key holding this
+    process's token, with an expiry of ``ttl`` seconds that the holder renews."""
+
+    def __init__(self, redis: Redis, ttl: float) -> None:
+        self.lock = redis.lock(LOCK_KEY, timeout=ttl, blocking=False, thread_local=False)
+
+    def hold(self) -> bool:
+        """Take the lock, or renew it if it is ours; False when another process holds it.
+        Raises RedisError when Redis is away."""
+        try:
+            if self.lock.owned():
+                self.lock.reacquire()
+                return True
+            return bool(self.lock.acquire(blocking=False))
+        except LockError:  # it expired between the two calls and another took it
+            return False
+
+    def release(self) -> None:
+        with contextlib.suppress(LockError, RedisError):
+            self.lock.release()
+
+
+def lock_seconds(settings: ServiceSettings) -> float:
+    """How long a sweeper that died keeps the others standing by."""
+    return max(30.0, 3 * settings.sweep_seconds)
+
+
+def run(db: Database, celery: Celery, redis: Redis, settings: ServiceSettings,
+        stop: threading.Event) -> None:
+    """Sweep every ``sweep_seconds`` while this process holds the leadership, until
+    ``stop`` is set. Survives the database and Redis being away (the round is skipped)."""
+    leadership = Leadership(redis, lock_seconds(settings))
+    rounds = 0
+    try:
+        while not stop.is_set():
+            rounds += 1
+            try:
+                if leadership.hold():
+                    sweep(db, celery, settings)
+                    log.debug("round %d: swept", rounds)
+                else:
+                    log.debug("round %d: standing by, another process sweeps", rounds)
+            except Exception as exc:  # the database or broker away: next round
+                log.warning("sweep failed: %s", exc)
+            stop.wait(settings.sweep_seconds)
+    finally:
+        leadership.release()

@@ -1,0 +1,68 @@
+"""Fail closed: a grading worker grades only in a sandbox that isolates.
+
+:func:`grading_sandbox` runs in the worker's main process before any pool process
+exists (the ``SandboxCheck`` bootstep in :mod:`workers.app`). It names the backend the
+worker's grading processes use, or raises :class:`Refused` with a one-line reason, and
+the worker exits with status 1:
+
+- a backend whose class is not ``isolated`` (``process``) is refused;
+- ``auto`` is ``docker`` when an engine answers, and refused when none does (the CLI
+  falls back to ``process`` there; a worker never does);
+- ``docker`` is accepted while the engine is away: gradings find the sandbox
+  unavailable and go back to the queue with backoff until it answers.
+
+``JAXJUDGE_INSECURE_UNSANDBOXED_GRADING=true`` (trusted test setups only) accepts a
+backend that does not isolate, and lets ``auto`` fall back to ``process``.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+
+from judge.errors import ConfigError
+from judge.sandbox import BACKENDS, Sandbox
+from judge.settings import Settings
+
+INSECURE = "JAXJUDGE_INSECURE_UNSANDBOXED_GRADING"
+
+
+class Refused(Exception):
+    """The worker must not start; the message says why in one line."""
+
+
+def backend(name: str) -> type[Sandbox]:
+    """The sandbox class called ``name``, not instantiated."""
+    try:
+        module, _, attr = BACKENDS[name].partition(":")
+    except KeyError:
+        raise ConfigError(
+            f"unknown sandbox {name!r}; known: {', '.join(sorted(BACKENDS))}, auto") from None
+    cls: type[Sandbox] = getattr(import_module(module), attr)
+    return cls
+
+
+def grading_sandbox(judge: Settings, insecure: bool) -> str:
+    """The name of the backend a grading worker uses; :class:`Refused` when none may."""
+    name = judge.sandbox
+    if name == "auto":
+        from judge.sandbox.docker import engine_answers
+
+        if engine_answers(judge):
+            name = "docker"
+        elif insecure:
+            name = "process"
+        else:
+            raise Refused(
+                f"JAXJUDGE_SANDBOX=auto and no Docker engine answers at {judge.docker_host}; "
+                "a worker never falls back to the process sandbox, which does not isolate. "
+                "Start the engine, or set JAXJUDGE_SANDBOX=docker to start and wait for it")
+    try:
+        cls = backend(name)
+    except ConfigError as exc:
+        raise Refused(str(exc)) from None
+    if not cls.isolated and not insecure:
+        raise Refused(
+            f"the {name} sandbox does not isolate, and a worker grades untrusted code only "
+            f"in one that does (JAXJUDGE_SANDBOX=docker); {INSECURE}=true allows it, for "
+            "trusted test setups only")
+    return name
