@@ -140,6 +140,59 @@ def test_float_accepts_the_three_special_strings_only() -> None:
         assert VALUE.validate_python({"t": "float", "v": text}).v == text
 
 
+@pytest.mark.parametrize("number", ["NaN", "Infinity", "-Infinity", "1e999", "-1e999"])
+def test_nan_and_infinite_json_numbers_are_refused(number: str) -> None:
+    # the codec writes them as strings; as JSON numbers they are not ours
+    with pytest.raises(ValidationError):
+        VALUE.validate_json(f'{{"t": "float", "v": {number}}}')
+    with pytest.raises(ValidationError):
+        VALUE.validate_json(f'{{"t": "list", "items": [{{"t": "float", "v": {number}}}]}}')
+    assert VALUE.validate_json('{"t": "float", "v": 1e308}').v == 1e308
+
+
+def test_orig_dtype_is_bfloat16_or_nothing() -> None:
+    empty = array("float32", [0])
+    assert VALUE.validate_python({**empty, "orig_dtype": "bfloat16"}).orig_dtype == "bfloat16"
+    for other in ("float8_e4m3fn", "float32", "LEAK", ""):
+        with pytest.raises(ValidationError):
+            VALUE.validate_python({**empty, "orig_dtype": other})
+
+
+@pytest.mark.parametrize("kind", ["GSPMDSharding", "PositionalSharding", "namedsharding", ""])
+def test_sharding_kinds_outside_the_three_are_refused(kind: str) -> None:
+    empty = array("float32", [0])
+    one = {"buffers": [{"device": 0, "shape": [0]}]}
+    mesh = {"spec": [], "mesh_axes": ["a"], "mesh_shape": [1], "mesh_devices": [0]}
+    for info in ({"kind": "NamedSharding", **mesh, **one},
+                 {"kind": "SingleDeviceSharding", **one}, {"kind": "other", **one}):
+        assert list(VALUE.validate_python({**empty, "sharding": info}).shards()) == [0]
+        with pytest.raises(ValidationError):
+            VALUE.validate_python({**empty, "sharding": {**info, "kind": kind}})
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        array("uint8", [2**40 + 1, 0]),
+        {**array("uint8", [0]), "sharding": {"kind": "other",
+                                              "buffers": [{"device": -1, "shape": [0]}]}},
+        {**array("uint8", [0]), "sharding": {"kind": "other",
+                                              "buffers": [{"device": 2**31 + 1, "shape": [0]}]}},
+        {**array("uint8", [0]), "sharding": {"kind": "other",
+                                              "buffers": [{"device": 0, "shape": [-1]}]}},
+        {"t": "named_sharding", "spec": [], "mesh_axes": ["a"], "mesh_shape": [0]},
+        {"t": "named_sharding", "spec": [], "mesh_axes": ["a"], "mesh_shape": [2**16 + 1]},
+        {"t": "named_sharding", "spec": [], "mesh_axes": ["a"] * 33, "mesh_shape": [1] * 33},
+    ],
+    ids=["dim", "device-negative", "device-huge", "buffer-dim", "mesh-size-0", "mesh-size-huge",
+         "mesh-dims"],
+)
+def test_numbers_are_bounded(bad: dict[str, Any]) -> None:
+    with pytest.raises(ValidationError):
+        VALUE.validate_python(bad)
+    VALUE.validate_python(array("uint8", [2**40, 0]))  # the largest dimension, empty
+
+
 BAD_DATA = [
     pytest.param(array("int32", [2], "AAAA!AAA" * 1), id="not-base64-alphabet"),
     pytest.param(array("int32", [1], "AAAAA"), id="bad-padding"),

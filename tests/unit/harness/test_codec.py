@@ -15,7 +15,7 @@ import pytest
 from flax import nnx
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from jax.sharding import NamedSharding
+from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from judge.harness.codec import (
@@ -25,9 +25,11 @@ from judge.harness.codec import (
     EncodeLimit,
     decode_input,
     encode,
+    make_encoder,
 )
 from judge.values import (
     ArrayValue,
+    Buffer,
     DictValue,
     FloatValue,
     IntValue,
@@ -36,12 +38,13 @@ from judge.values import (
     NoneValue,
     OpaqueValue,
     PSpecValue,
+    Shard,
     StrValue,
     TreeValue,
     normalize_spec,
 )
 
-from ..conftest import to_json, wire_value
+from ..conftest import VALUE, to_json, wire_value
 
 DTYPES = [
     "bool",
@@ -217,8 +220,26 @@ def test_single_device_jax_array_carries_its_placement() -> None:
     np.testing.assert_array_equal(value.to_numpy(), np.arange(6).reshape(2, 3))
     info = value.sharding
     assert info.kind == "SingleDeviceSharding"
-    assert info.spec is None and info.mesh_axes is None
-    assert [(s.device, s.shape, s.index) for s in info.shards] == [(0, [2, 3], [(0, 2), (0, 3)])]
+    assert info.spec is None and info.mesh_axes is None and info.mesh_devices is None
+    assert info.buffers == [Buffer(device=0, shape=[2, 3])]
+    assert info.shards == []  # the sandbox reports buffers; the judge works out the shards
+    assert value.shards() == {0: Shard(device=0, shape=[2, 3], index=[(0, 2), (0, 3)])}
+
+
+def test_a_jax_array_on_another_device_says_which() -> None:
+    x = jax.device_put(np.arange(4, dtype=np.int8), jax.devices()[5])
+    value = wire_value(x)
+    assert value.sharding.buffers == [Buffer(device=5, shape=[4])]
+    assert value.shards() == jax_shards(x)
+
+
+def jax_shards(x: jax.Array) -> dict[int, Shard]:
+    """What JAX itself says each device holds: shape and (start, stop) of every dimension."""
+    return {
+        s.device.id: Shard(device=s.device.id, shape=list(s.data.shape),
+                           index=[sl.indices(n)[:2] for sl, n in zip(s.index, x.shape, strict=True)])
+        for s in x.addressable_shards
+    }
 
 
 @pytest.mark.parametrize(
@@ -239,21 +260,98 @@ def test_sharded_jax_array_encoding(mesh, spec: P, shard_shape: list[int]) -> No
     x = jax.device_put(host, NamedSharding(mesh, spec))
     enc = encode(x)
     info = enc["sharding"]
-    assert info["kind"] == "NamedSharding"
-    assert info["mesh_axes"] == ["data", "model"]
-    assert info["mesh_shape"] == [2, 4]
     expected_spec = [list(e) if isinstance(e, tuple) else e for e in x.sharding.spec]
-    assert info["spec"] == expected_spec
-    assert [s["device"] for s in info["shards"]] == list(range(8))
-    for shard in info["shards"]:
-        assert shard["shape"] == shard_shape
-        # the index is the slice of the global array this device holds
-        (r0, r1), (c0, c1) = shard["index"]
-        on_device = next(s for s in x.addressable_shards if s.device.id == shard["device"])
-        np.testing.assert_array_equal(host[r0:r1, c0:c1], np.asarray(on_device.data))
-    value = wire_value(x)  # and it validates, with the whole array reassembled
+    # the sandbox reports what it reads, never where the shards lie: no indices
+    assert info == {
+        "kind": "NamedSharding",
+        "spec": expected_spec,
+        "mesh_axes": ["data", "model"],
+        "mesh_shape": [2, 4],
+        "mesh_devices": [d.id for d in mesh.devices.flat],
+        "buffers": [{"device": d, "shape": shard_shape} for d in range(8)],
+    }
+    value = wire_value(x)  # it validates, with the whole array put together from buffers
     np.testing.assert_array_equal(value.to_numpy(), host)
     assert value.sharding.spec == expected_spec
+    # the judge works out which slice every device holds, and JAX agrees
+    assert value.shards() == jax_shards(x)
+    for device, shard in value.shards().items():
+        on_device = next(s for s in x.addressable_shards if s.device.id == device)
+        np.testing.assert_array_equal(host[tuple(slice(a, b) for a, b in shard.index)],
+                                      np.asarray(on_device.data))
+
+
+def test_a_sharded_array_on_a_permuted_mesh(mesh) -> None:
+    order = [5, 2, 7, 0, 3, 6, 1, 4]
+    permuted = Mesh(np.array(jax.devices())[order].reshape(4, 2), ("data", "model"))
+    host = np.arange(64, dtype=np.int32).reshape(8, 8) * 3 - 17
+    x = jax.device_put(host, NamedSharding(permuted, P("model", "data")))
+    enc = encode(x)
+    assert enc["sharding"]["mesh_devices"] == order
+    assert [b["device"] for b in enc["sharding"]["buffers"]] == list(range(8))
+    assert all(b["shape"] == [4, 2] for b in enc["sharding"]["buffers"])
+    value = wire_value(x)
+    np.testing.assert_array_equal(value.to_numpy(), host)
+    assert value.shards() == jax_shards(x)
+
+
+def test_a_replicated_array_is_one_copy(mesh) -> None:
+    host = np.arange(12, dtype=np.float64).reshape(3, 4)
+    x = jax.device_put(host, NamedSharding(mesh, P()))
+    value = wire_value(x)
+    assert value.shape == [3, 4]
+    np.testing.assert_array_equal(value.to_numpy(), host)
+    assert [b.shape for b in value.sharding.buffers] == [[3, 4]] * 8
+    assert value.shards() == jax_shards(x)
+
+
+def test_the_encoder_reads_through_what_it_bound_before_the_submission_loads(
+        mesh, monkeypatch: pytest.MonkeyPatch) -> None:
+    from jax._src.array import ArrayImpl
+
+    from judge.harness import codec
+
+    bound = make_encoder()  # as the harness does, before the submission loads
+    host = np.arange(64, dtype=np.float32).reshape(8, 8)
+    x = jax.device_put(host, NamedSharding(mesh, P("data", "model")))
+    truth = bound(x)
+    # what a submission could then do: make jax.Array and the codec module lie
+    lie = NamedSharding(mesh, P())
+    monkeypatch.setattr(ArrayImpl, "sharding", property(lambda self: lie))
+    monkeypatch.setattr(ArrayImpl, "addressable_shards", property(lambda self: []))
+    monkeypatch.setattr(ArrayImpl, "__array__", lambda self, *a, **k: np.zeros((8, 8)))
+    monkeypatch.setattr(codec, "shard_indices", lambda *a, **k: {})
+    monkeypatch.setattr(codec, "ALLOWED_DTYPES", frozenset())
+    assert x.sharding is lie and float(np.asarray(x).sum()) == 0.0  # the lies are in place
+    assert bound(x) == truth
+    np.testing.assert_array_equal(VALUE.validate_python(bound(x)).to_numpy(), host)
+
+
+class LooksSharded:
+    """Claims everything a sharded jax.Array has, but is not one."""
+
+    shape = (8, 8)
+    dtype = np.dtype(np.float32)
+    ndim = 2
+
+    def __init__(self, sharding: NamedSharding) -> None:
+        self.sharding = sharding
+        self.addressable_shards: list[Any] = []
+
+    def __array__(self, *args: Any, **kwargs: Any) -> np.ndarray:
+        return np.zeros(self.shape, self.dtype)
+
+
+def test_only_jax_s_own_types_are_read_as_arrays_and_shardings(mesh) -> None:
+    sharding = NamedSharding(mesh, P("data"))
+    assert encode(LooksSharded(sharding)) == {"t": "opaque",
+                                              "type": f"{__name__}.LooksSharded"}
+
+    class MySharding(NamedSharding):
+        pass
+
+    assert encode(MySharding(mesh, P("data")))["t"] == "opaque"
+    assert encode({"s": MySharding(mesh, P("data"))})["items"][0][1]["t"] == "opaque"
 
 
 def test_spec_tuple_entries_are_lists_and_trailing_none_is_kept(mesh) -> None:
@@ -344,10 +442,12 @@ def test_registered_pytrees_and_namedtuples() -> None:
     assert isinstance(ordered, TreeValue) and ordered.type == "OrderedDict"
     assert [k for k, _ in ordered.items] == ["['b']", "['a']"]
 
+    # only exact lists and tuples are read as such (a subclass could lie about its items);
+    # a namedtuple is a pytree, flattened by JAX with its fields' names
     Pair = collections.namedtuple("Pair", "x y")
     pair = wire_value(Pair(1, "two"))
-    assert pair.t == "tuple"
-    assert pair.items == [IntValue(t="int", v=1), StrValue(t="str", v="two")]
+    assert isinstance(pair, TreeValue) and pair.type == "Pair"
+    assert pair.items == [(".x", IntValue(t="int", v=1)), (".y", StrValue(t="str", v="two"))]
 
 
 # -- python scalars, strings, containers ---------------------------------------------------
