@@ -1,9 +1,13 @@
 """Celery workers: thin adapters that load a submission, call
-:func:`judge.grading.grade`, and store the report. Start one with
+:func:`judge.grading.grade`, and store the report. Start a grading worker with
 
     celery -A workers.app worker -Q interactive,batch --concurrency 1
 
-and the webhook deliverer with
+the webhook deliverer with
 
-    celery -A workers.app worker -Q webhooks --pool threads --concurrency 8 --without-sweeper
+    celery -A workers.app worker -Q webhooks --pool threads --concurrency 8
+
+and the sweeper (one or more; one sweeps at a time) with
+
+    python -m workers.sweeper
 """
