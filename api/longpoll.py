@@ -5,8 +5,11 @@ The API runs under gunicorn's gevent worker (``make up``, compose.yaml and the t
 request costs a greenlet and its socket, not one of a few threads. The standard library is
 patched by the worker before the app is loaded, so redis-py and kombu (Celery's publish)
 wait on patched sockets, SQLAlchemy's pool on patched locks, and psycopg 3 (3.1.14 on)
-cooperates with gevent by itself. Under the Flask test client or a threaded server the
-same code runs with real threads.
+cooperates with gevent by itself (8 concurrent ``pg_sleep(1)`` in greenlets take 1.0 s).
+SQLite's calls do not yield: each blocks the process while it runs (with WAL, a read
+never waits for a write; a write may wait for another), one more reason to deploy on
+PostgreSQL. Under the Flask test client or a threaded server the same code runs with
+real threads.
 
 - :class:`Notices`: in each process, one listener holds one Redis subscription to every
   done notice (``jaxjudge:done:*``, published by a worker once a report is stored) and

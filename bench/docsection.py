@@ -2,9 +2,23 @@
 
 from __future__ import annotations
 
+import os
+import platform
+import subprocess
+from datetime import date
 from pathlib import Path
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "performance.md"
+ROOT = Path(__file__).resolve().parent.parent
+DOC = ROOT / "docs" / "performance.md"
+
+
+def measured(command: str) -> str:
+    """``Measured <date> on <host> (<cores>, Python, jaxjudge <commit>) by `command```."""
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+                            capture_output=True, text=True).stdout.strip() or "unknown"
+    return (f"Measured {date.today()} on {platform.node() or 'this machine'} "
+            f"({os.cpu_count()} cores, Python {platform.python_version()}, jaxjudge "
+            f"{commit}) by `{command}`")
 
 
 def replace_section(name: str, lines: list[str], doc: Path = DOC) -> None:

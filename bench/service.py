@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import shutil
 import socket
 import statistics
@@ -24,11 +23,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import date
 from pathlib import Path
 
 import requests
-from docsection import replace_section
+from docsection import measured, replace_section
 from rich.console import Console
 from rich.table import Table
 
@@ -232,15 +230,11 @@ def main() -> None:
         lines.append("| " + " | ".join(row) + " |")
     Console().print(latency, throughput)
 
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
-                            capture_output=True, text=True).stdout.strip() or "unknown"
     replace_section("service", [
         "## The service: HTTP API to verdict, and batch throughput",
         "",
-        f"Measured {date.today()} on {platform.node() or 'this machine'} ({os.cpu_count()} "
-        f"cores, Python {platform.python_version()}, jaxjudge {commit}) by `bench/service.py "
-        f"--runs {args.runs} --pool-size {args.pool_size} --concurrency {args.concurrency}`: "
-        "gunicorn (gthread, 2 x 16 threads), one Celery grading worker (concurrency "
+        measured(f"bench/service.py --runs {args.runs} --pool-size {args.pool_size} "
+                 f"--concurrency {args.concurrency}") + ": gunicorn (gevent, 2 processes), one Celery grading worker (concurrency "
         f"{args.concurrency}, a warm pool of {args.pool_size} per grading process), Redis, "
         f"SQLite, on `{PROBLEM}` with its accepted `arithmetic.py`. Latency runs from "
         "`POST /v1/submissions?wait=60` to the verdict, as the client sees it; \"warm pool\" "

@@ -208,14 +208,14 @@ class Gunicorn:
     free port; returns once ``/healthz`` answers."""
 
     def __init__(self, env: dict[str, str], log: Path, workers: int = 2,
-                 worker_class: str = "gevent") -> None:
+                 worker_class: str = "gevent", threads: int = 1) -> None:
         import requests
 
         self.base = f"http://127.0.0.1:{free_port()}"
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "gunicorn", "--bind", self.base.removeprefix("http://"),
              "--worker-class", worker_class, "--workers", str(workers),
-             "--worker-connections", "1000", "api:create_app()"],
+             "--worker-connections", "1000", "--threads", str(threads), "api:create_app()"],
             env=env, cwd=REPO_ROOT, stdout=log.open("ab"), stderr=subprocess.STDOUT,
             start_new_session=True)
 
