@@ -18,10 +18,10 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from celery import Celery
-from sqlalchemy import ColumnElement, and_, select, update
+from sqlalchemy import ColumnElement, Table, and_, bindparam, select, update
 from sqlalchemy.orm import Session
 
 from judge.report import VerdictReport
@@ -250,15 +250,20 @@ def rejudge(s: Session, where: Any) -> list[str]:
     return ids
 
 
-def mark_enqueued(db: Database, ids: Sequence[str]) -> None:
+def mark_enqueued(db: Database, published: Sequence[tuple[str, int]]) -> None:
+    """Record that the ``(id, attempt)`` pairs were published, where the submission is
+    still queued under that attempt: a grading that started from the message and put the
+    submission back before this (its sandbox was unavailable) left it unpublished, and it
+    must stay so for the sweeper to publish it again."""
+    if not published:
+        return
+    table = cast(Table, Submission.__table__)  # Core: an executemany, not ORM semantics
     with db.session() as s:
-        for part in chunked(ids):
-            changed(
-                s,
-                update(Submission)
-                .where(Submission.id.in_(part), Submission.status == Status.QUEUED)
-                .values(enqueued=True, queued_at=utcnow()),
-            )
+        s.execute(update(table).where(table.c.id == bindparam("sid"),
+                                      table.c.attempt == bindparam("seen"),
+                                      table.c.status == Status.QUEUED)
+                  .values(enqueued=True, queued_at=utcnow()),
+                  [{"sid": sid, "seen": attempt} for sid, attempt in published])
 
 
 def dispatch(db: Database, celery: Celery, items: Sequence[tuple[str, str]], *,
@@ -268,11 +273,16 @@ def dispatch(db: Database, celery: Celery, items: Sequence[tuple[str, str]], *,
     Returns how many went."""
     sent = 0
     for part in chunked(items):
-        done: list[str] = []
+        with db.session() as s:
+            attempts = dict(s.execute(select(Submission.id, Submission.attempt).where(
+                Submission.id.in_([sid for sid, _ in part]))).all())
+        done: list[tuple[str, int]] = []
         try:
             for sid, queue in part:
+                if sid not in attempts:
+                    continue
                 publish(celery, GRADE_TASK, [sid], queue=queue, timeout=timeout)
-                done.append(sid)
+                done.append((sid, attempts[sid]))
         except Exception as exc:  # kombu's OperationalError, redis' ConnectionError, OSError
             log.warning("broker unavailable, %d submission(s) left for the sweeper: %s",
                         len(items) - sent - len(done), exc)

@@ -43,6 +43,7 @@ def main(argv: list[str] | None = None) -> None:
         run(db, make_celery(settings), redis, settings, stop)
     finally:
         db.dispose()
+        logging.getLogger(__name__).info("sweeper stopped")
 
 
 if __name__ == "__main__":

@@ -96,3 +96,26 @@ def test_a_package_that_cannot_be_loaded_ends_its_submissions_once(
             outcomes = list(s.scalars(select(Grading.outcome)
                                       .where(Grading.submission_id == sid)))
         assert outcomes == ["stored"]
+
+
+def test_a_sandbox_unavailable_too_many_times_ends_with_the_reason(
+        client: FlaskClient, keys: dict[str, str], app: Flask,
+        start_worker: Callable[..., Worker], start_sweeper: Callable[..., Sweeper]) -> None:
+    """A docker worker starts while its engine is away (it may: the sandbox isolates, and
+    gradings wait for the engine); each grading goes back to the queue, and after
+    sandbox_attempts of them the submission ends internal_error saying why."""
+    settings: dict[str, object] = {"docker_host": "unix:///nonexistent.sock",
+                                   "sandbox_attempts": 3, "sandbox_retry_seconds": 0.2}
+    worker = start_worker(*GRADING, wait=False, **settings)
+    start_sweeper(**settings)
+    body = wait_done(client, keys["client"], submit(client, keys["client"]))
+    assert body["verdict"] == "internal_error"
+    assert ("the sandbox was unavailable 3 times; the last time: no Docker engine answers at "
+            "unix:///nonexistent.sock") in body["report"]["message"]
+    with app.extensions["jaxjudge"].db.session() as s:
+        rows = s.execute(select(Grading.outcome, Grading.error)
+                         .where(Grading.submission_id == body["id"])
+                         .order_by(Grading.attempt)).all()
+    assert [outcome for outcome, _ in rows] == ["failed", "failed", "stored"]
+    assert all("no Docker engine answers" in (error or "") for _, error in rows[:2])
+    assert worker.proc.poll() is None

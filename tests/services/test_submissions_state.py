@@ -22,7 +22,7 @@ from service.deliveries import claim_try, finish_try, resend_overdue
 from service.keys import create_key
 from service.models import Delivery, DeliveryStatus, Grading, Status, Submission
 from service.queue import make_celery
-from service.submissions import claim, dispatch, rejudge, retry_later, store
+from service.submissions import claim, dispatch, mark_enqueued, rejudge, retry_later, store
 from service.sweeper import find_strays, sweep
 
 pytestmark = pytest.mark.service
@@ -154,6 +154,24 @@ def test_a_grading_whose_sandbox_failed_comes_back_when_due(db: Database) -> Non
     again = claim(db, "s1", stale_after=30)
     assert again is not None and (again.failures, again.lost) == (1, 0)  # failed, not lost
     assert row(db).retry_at is None
+
+
+def test_a_publish_recorded_after_the_grading_it_started_put_it_back_leaves_it_unpublished(
+        db: Database) -> None:
+    """The sweeper publishes; a worker takes the message at once, finds the sandbox
+    unavailable and puts the submission back; only then does the sweeper record its
+    publish. That record must not mark the requeued submission as in the broker, or no
+    one would publish it again for an hour."""
+    add(db, enqueued=False, queued_at=None)
+    published = [("s1", row(db).attempt)]  # what dispatch read, then published
+    taken = claim(db, "s1", stale_after=30)
+    assert taken is not None and retry_later(db, "s1", taken.attempt, delay=0, error="down")
+    mark_enqueued(db, published)
+    assert row(db).enqueued is False
+    assert find_strays(db, stale_after=30, requeue_after=3600).unpublished == [
+        ("s1", "interactive")]
+    mark_enqueued(db, [("s1", row(db).attempt)])  # a publish of the current attempt counts
+    assert row(db).enqueued is True
 
 
 def done_with_callback(db: Database, sid: str) -> str:
