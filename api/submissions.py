@@ -50,6 +50,8 @@ WITHOUT_CODE = defer(Submission.code, raiseload=True)
 WITHOUT_REPORT = defer(Submission.report, raiseload=True)
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 WAIT_HEADER = "Jaxjudge-Wait"  # "skipped": the key held all its long-polls; answered at once
+WAIT_NOTE = ("A key holds a limited number of ?wait= long-polls at once; past it the "
+             f"answer comes at once, with the header {WAIT_HEADER}: skipped.")
 
 
 def checked_code(code: str) -> str:
@@ -168,7 +170,7 @@ def _answer(row: Submission, replayed: bool = False) -> tuple[Any, int, dict[str
                200: ("Already graded (with ?wait=, or an idempotent replay)", SubmissionOut,
                      "application/json")},
     description="Send an Idempotency-Key header to make retries safe: the same key with "
-    "the same body answers with the first submission; with another body, 422.",
+    "the same body answers with the first submission; with another body, 422. " + WAIT_NOTE,
 )
 @require(Role.CLIENT)
 def create_submission() -> Any:
@@ -209,7 +211,8 @@ def create_submission() -> Any:
 
 @bp.get("/v1/submissions/<submission_id>")
 @operation("A submission, with its report when done; ?wait=N long-polls",
-           tag="submissions", query=WaitQuery, responses={200: SubmissionOut})
+           tag="submissions", query=WaitQuery, responses={200: SubmissionOut},
+           description=WAIT_NOTE)
 @require(Role.CLIENT)
 def get_submission(submission_id: str) -> Any:
     wait = parse_query(WaitQuery).wait
