@@ -25,7 +25,7 @@ KIND = "the result holds values of the wrong kind (bool, integer, float or compl
 DTYPE = "the result's dtype is not the expected dtype"
 VALUES = "some values of the result are wrong"
 WRONG_TYPE = "the result is not {expected_kind}"
-LENGTH = "the {expected_kind} has the wrong number of items"
+LENGTH = "the {expected_sequence} has the wrong number of items"
 KEYS_MISSING = "the keys differ: missing {expected_keys}"
 KEYS_EXTRA = "the keys differ: there are keys that are not expected"
 KEYS_BOTH = "the keys differ: missing {expected_keys}; there are keys that are not expected"
@@ -61,6 +61,7 @@ def pattern(expected_paths: set[str], expected_keys: set[str],
 
     fills = {
         "expected_kind": alt(set(EXPECTED_KINDS.values())),
+        "expected_sequence": alt({"list", "tuple"}),
         "expected_keys": alt(expected_keys or {"\0"}) + "(?:, " + alt(expected_keys or {"\0"}) + ")*",
         "expected_device": alt({str(d) for d in expected_devices} or {"\0"}),
     }

@@ -80,7 +80,7 @@ def _compare(expected: Any, received: Any, leaf: Leaf, path: str) -> CheckResult
             return _at(path, _wrong_type(expected, received))
         if len(received.items) != len(expected.items):
             return _at(path, CheckResult.fail(
-                reasons.LENGTH.format(expected_kind=expected.t),
+                reasons.LENGTH.format(expected_sequence=expected.t),
                 f"the {expected.t} has {len(received.items)} items, expected {len(expected.items)}",
             ))
         for i, (e, r) in enumerate(zip(expected.items, received.items, strict=True)):

@@ -129,7 +129,7 @@ def make_encoder() -> Encoder:
     every name it uses bound now (see the module docstring)."""
     _type, _len, _int, _str, _float = type, len, int, str, float
     _list, _tuple, _dict, _sorted, _zip = list, tuple, dict, sorted, zip
-    _isinstance, _vars = isinstance, vars
+    _isinstance, _vars, _hasattr = isinstance, vars, hasattr
     _none, _bool, _complex, _bytes = type(None), bool, complex, bytes
     isnan, isinf, prod = math.isnan, math.isinf, math.prod
     b64encode = base64.b64encode
@@ -283,16 +283,19 @@ def make_encoder() -> Encoder:
                 shape.append(first.shape[d] * prod(sizes[n] for n in names))
             where = indices_of(info["spec"], info["mesh_axes"], info["mesh_shape"],
                                info["mesh_devices"], shape)
-        except (layout_error, KeyError, TypeError, IndexError):
+        except (layout_error, KeyError, TypeError, IndexError, ValueError):
             return first  # the trusted side refuses the layout; the data hardly matters
         if _len(shapes) != 1:
             return first
         out = np_empty(shape, dtype=first.dtype)
-        for device, host in parts:
-            index = where.get(device)
-            if index is None:
-                return first
-            out[_tuple(slice(a, b) for a, b in index)] = host
+        try:
+            for device, host in parts:
+                index = where.get(device)
+                if index is None:
+                    return first
+                out[_tuple(slice(a, b) for a, b in index)] = host
+        except (ValueError, IndexError):
+            return first
         return out
 
     def tree(value: Any, budget: _Budget, depth: int) -> dict[str, Any] | None:
@@ -345,7 +348,8 @@ def make_encoder() -> Encoder:
                     return opaque(value)
                 described.pop("mesh_devices")
                 return {"t": "named_sharding", **described}
-        if kind is _list or kind is _tuple:
+        if kind is _list or kind is _tuple or _isinstance(value, _tuple) and _hasattr(
+                kind, "_fields"):  # a namedtuple (a jnp.linalg result, an optax state)
             tag = "list" if kind is _list else "tuple"
             return {"t": tag, "items": [encode_one(v, budget, depth + 1) for v in _list(value)]}
         if kind is _dict:

@@ -13,10 +13,11 @@ refuses a split that does not divide the dimension, and so does this.
 
 from __future__ import annotations
 
-import math
+from itertools import product
+from math import prod
 from typing import Any
 
-import numpy as np
+from numpy import asarray, int64
 
 Index = tuple[tuple[int, int], ...]
 
@@ -40,7 +41,7 @@ def shard_indices(spec: list[Any] | tuple[Any, ...], axes: list[str] | tuple[str
     """Device id -> the ``(start, stop)`` slice of every dimension that device holds."""
     if len(axes) != len(mesh_shape) or len(set(axes)) != len(axes):
         raise LayoutError("the mesh's axis names and sizes do not match")
-    if any(size < 1 for size in mesh_shape) or math.prod(mesh_shape) != len(device_ids):
+    if any(size < 1 for size in mesh_shape) or prod(mesh_shape) != len(device_ids):
         raise LayoutError("the mesh's device count does not match its shape")
     if len(set(device_ids)) != len(device_ids):
         raise LayoutError("a device appears twice in the mesh")
@@ -54,15 +55,15 @@ def shard_indices(spec: list[Any] | tuple[Any, ...], axes: list[str] | tuple[str
         if any(name not in sizes for name in names):
             raise LayoutError("the PartitionSpec names an axis the mesh does not have")
         used += names
-        ways = math.prod(sizes[name] for name in names)
+        ways = prod(sizes[name] for name in names)
         if dim % ways:
             raise LayoutError("a split does not divide its dimension")
         splits.append((names, dim // ways))
     if len(set(used)) != len(used):
         raise LayoutError("the PartitionSpec uses a mesh axis twice")
-    grid = np.asarray(device_ids, dtype=np.int64).reshape(tuple(mesh_shape))
+    grid = asarray(device_ids, dtype=int64).reshape(tuple(mesh_shape))
     out: dict[int, Index] = {}
-    for coords in np.ndindex(*mesh_shape):
+    for coords in product(*(range(size) for size in mesh_shape)):
         at = dict(zip(axes, coords, strict=True))
         index = []
         for names, block in splits:

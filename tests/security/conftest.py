@@ -36,6 +36,7 @@ from judge.verdict import Verdict
 
 from .support import (
     CORRECT_LAYOUT,
+    INPUT_HEADS,
     SANDBOX_LABEL,
     SANDBOX_UID,
     SEARCH_CODE,
@@ -137,6 +138,20 @@ def judge_vault(security_catalog: Catalog, docker_sandbox: Sandbox, settings: Se
 
     def run(code: str, **consts: Any) -> VerdictReport:
         source = header(TOKEN=TOKEN, VAULT_HEADS=VAULT_HEADS, **consts) + SEARCH_CODE
+        return grade(problem, source + textwrap.dedent(code), sandbox=docker_sandbox,
+                     settings=settings)
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def judge_echo(security_catalog: Catalog, docker_sandbox: Sandbox, settings: Settings) -> Judge:
+    """Grade code against security/echo, with TOKEN, VAULT_HEADS (here the hidden inputs'
+    heads, INPUT_HEADS), SEARCH, SCAN_OBJECTS and SCAN_MEMORY defined."""
+    problem = security_catalog.get("security/echo")
+
+    def run(code: str, **consts: Any) -> VerdictReport:
+        source = header(TOKEN=TOKEN, VAULT_HEADS=INPUT_HEADS, **consts) + SEARCH_CODE
         return grade(problem, source + textwrap.dedent(code), sandbox=docker_sandbox,
                      settings=settings)
 

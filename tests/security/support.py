@@ -24,10 +24,17 @@ SANDBOX_UID = 10001
 # string): they look for a 7-digit head and check the 3 digits after it, so the whole
 # number is never in their memory.
 VAULT_HEADS = {2: (b"7919104", b"729"), 3: (b"1047297", b"919")}
-# Prepended to vault submissions (after VAULT_HEADS). SEARCH(data): the hidden answers, by
-# key, that a text or bytes holds. SCAN_FILES(top): every file below top searched, and the
-# names of a problem package looked for. SCAN_MEMORY(): every readable byte of the process
-# searched. An attack that finds an answer returns it, and is accepted.
+# security/echo's hidden inputs, split the same way: the attacks of test_trust.py look for
+# them in the sandbox before each hidden test starts, and in everything a report shows.
+INPUT_HEADS = {"alpha": (b"6021409", b"731"), "beta": (b"2718281", b"828"),
+               "gamma": (b"1414213", b"562")}
+# Prepended to vault and echo submissions (after VAULT_HEADS, which names what to look
+# for). SEARCH(data): the secrets, by key, that a text or bytes holds. SCAN_FILES(top):
+# every file below top searched, and the names of a problem package looked for.
+# SCAN_OBJECTS(heap=True): every thread's stack, the heap and the modules searched
+# (heap=False: the stacks only, quickly). SCAN_MEMORY(): every
+# readable byte of the process searched. An attack that finds an answer returns it, and
+# is accepted.
 SEARCH_CODE = """
 def SEARCH(data):
     if isinstance(data, str):
@@ -74,6 +81,44 @@ def SCAN_FILES(top):
             except OSError:
                 pass
     return seen, answers
+
+
+def SCAN_OBJECTS(heap=True):
+    # Every frame of every thread's stack (the harness's locals and globals), every object
+    # the garbage collector knows and every module's namespace, searched for the answers.
+    import gc, sys
+    found, seen = {}, {"objects": 0}
+
+    def look(value, depth):
+        if depth > 6:
+            return
+        kind = type(value)
+        if kind in (str, bytes, bytearray):
+            found.update(SEARCH(bytes(value) if kind is bytearray else value))
+        elif kind is int:
+            found.update(SEARCH(str(value)))
+        elif kind in (list, tuple, set, frozenset):
+            for item in list(value)[:100_000]:
+                look(item, depth + 1)
+        elif kind is dict:
+            for key, item in list(value.items())[:100_000]:
+                look(key, depth + 1)
+                look(item, depth + 1)
+
+    for frame in list(sys._current_frames().values()):  # every thread's stack
+        while frame is not None:
+            look(dict(frame.f_locals), 0)
+            look(dict(frame.f_globals), 4)
+            frame = frame.f_back
+    for obj in gc.get_objects() if heap else ():
+        seen["objects"] += 1
+        if type(obj) in (list, tuple, dict, set, frozenset):
+            look(obj, 5)
+        elif type(getattr(obj, "__dict__", None)) is dict:
+            look(obj.__dict__, 5)
+    for module in list(sys.modules.values()) if heap else ():
+        look(dict(getattr(module, "__dict__", {})), 5)
+    return seen["objects"], found
 
 
 def SCAN_MEMORY():

@@ -95,19 +95,19 @@ def test_expected_values_are_nowhere_in_the_sandboxs_memory(judge_vault: Judge) 
             read["stdin"] = repr(sys.stdin.read())
             return read
 
-        def find_job():
+        def find(name):  # the harness's locals: the load message and this test's
             frame = sys._getframe()
             while frame is not None:
-                if isinstance(frame.f_locals.get("job"), dict):
-                    return frame.f_locals["job"]
+                if isinstance(frame.f_locals.get(name), dict):
+                    return frame.f_locals[name]
                 frame = frame.f_back
 
         def vault(key):
             if not SEEN:
                 t0 = time.monotonic()
-                job = find_job()
+                job, test = find("job"), find("test")
                 SEEN["frames"] = frames()
-                SEEN["test keys"] = sorted(job["tests"][0]) if job else None
+                SEEN["test keys"] = sorted(test) if test else None
                 SEEN["job keys"] = sorted(job) if job else None
                 SEEN["objects"] = objects()
                 SEEN["modules"] = len(sys.modules)
@@ -131,8 +131,9 @@ def test_expected_values_are_nowhere_in_the_sandboxs_memory(judge_vault: Judge) 
     # The search reached what it meant to: the harness's frames and its job (inputs only),
     # the heap, the modules, the descriptors and hundreds of MiB of memory.
     assert "main" in seen["frames"], seen["frames"]
-    assert seen["job keys"] == ["code", "entry_point", "limits", "tests"], seen
-    assert seen["test keys"] == ["args", "index", "kinds"], seen  # no "expected"
+    # The load message holds the code and a count of tests; a test message, its inputs.
+    assert seen["job keys"] == ["code", "entry_point", "limits", "op", "tests"], seen
+    assert seen["test keys"] == ["args", "index", "kinds", "op"], seen  # no "expected"
     assert seen["objects"] > 10_000 and seen["modules"] > 200, seen
     assert seen["descriptors"]["stdin"] == "''", seen["descriptors"]
     assert seen["memory"] > 200 << 20, seen
@@ -259,11 +260,16 @@ def test_exiting_while_loading_is_a_compile_error(judge_layout: Judge) -> None:
 
 
 PATCHES = {
-    # The codec: every return value encodes as the sample's answer, or as NaN.
-    "codec.encode": "codec.encode = lambda value, **kw: {'t': 'int', 'v': 2}",
-    "codec.encode nan": "codec.encode = lambda value, **kw: {'t': 'float', 'v': 'nan'}",
+    # name: (the patch, whether the harness notices it). Each tries to make every result
+    # say the public answers or ok; what the encoder and the protocol writer use is bound
+    # before the submission loads, so none of them changes what is sent, and a patch of
+    # the harness or of what it watches ends the run as interference.
+    "codec.encode": ("codec.encode = lambda value, **kw: {'t': 'int', 'v': 2}", True),
+    "codec.make_encoder": ("codec.make_encoder = lambda: lambda value, **kw: {'t': 'int', 'v': 2}",
+                           True),
+    "codec.encode nan": ("codec.encode = lambda value, **kw: {'t': 'float', 'v': 'nan'}", True),
     # json.dumps: every line the harness sends says ok, with an empty array.
-    "json.dumps": """
+    "json.dumps": ("""
 original = json.dumps
 def dumps(obj, *args, **kw):
     if isinstance(obj, dict) and obj.get("event") == "result":
@@ -271,38 +277,53 @@ def dumps(obj, *args, **kw):
         obj.pop("error", None)
     return original(obj, *args, **kw)
 json.dumps = dumps
-""",
-    # NumPy: every array is turned into the public answers.
-    "numpy.asarray": """
+""", True),
+    # NumPy: every array is turned into the public answers. NumPy is not watched, and the
+    # encoder's own np.asarray was bound before: the values are read as they are.
+    "numpy.asarray": ("""
 original = numpy.asarray
 numpy.asarray = lambda *a, **kw: original([2, 3, 2, 3])
-""",
-    # The harness's protocol: every result rewritten to ok, with an opaque value.
-    "runner.Protocol.send": """
-original = runner.Protocol.send
-def send(self, event, **fields):
-    if event == "result":
-        fields.update(status="ok", value={"t": "opaque", "type": "builtins.int"})
-        fields.pop("error", None)
-    return original(self, event, **fields)
-runner.Protocol.send = send
-""",
+""", False),
+    # The harness's protocol writer, rebound through its closure: every result said ok.
+    "the sender's closure": ("""
+import gc, os
+def forge(fd, data, write=os.write):
+    if b'"event":"result"' in bytes(data):
+        line = json.loads(bytes(data))
+        line.update(status="ok", value={"t": "int", "v": 2})
+        line.pop("error", None)
+        data = (json.dumps(line) + "\\n").encode()
+    write(fd, data)
+    return len(data)
+for fn in gc.get_objects():
+    if type(fn).__name__ == "function" and fn.__qualname__ == "make_sender.<locals>.send":
+        for cell in fn.__closure__:
+            if cell.cell_contents is os.write:
+                cell.cell_contents = forge
+""", True),
     # The harness's alarm wrapper: calls skipped, every value replaced by True.
-    "runner._timed": "runner._timed = lambda seconds, fn, *args: True if fn is not exec else fn(*args)",
+    "runner._timed": ("runner._timed = lambda seconds, fn, *args: True if fn is not exec else fn(*args)",
+                      True),
 }
 
 
 @pytest.mark.parametrize("target", list(PATCHES))
 def test_patching_the_harness_claims_nothing(judge_vault: Judge, target: str) -> None:
+    patch, noticed = PATCHES[target]
     report = judge_vault(f"""
 import json, numpy
 from judge.harness import codec, runner
-{PATCHES[target]}
+{patch}
 def vault(key):
     return numpy.int64({{0: 2, 1: 3}}.get(key, 0))
 """)
     assert_hidden_unsolved(report)
-    assert report.verdict in (Verdict.WRONG_ANSWER, Verdict.RUNTIME_ERROR), describe(report)
+    if noticed:
+        assert report.verdict is Verdict.RUNTIME_ERROR and report.interfered, describe(report)
+        assert report.message == "the submission interfered with the judge"
+    else:
+        assert report.verdict is Verdict.WRONG_ANSWER and not report.interfered, describe(report)
+        assert verdicts(report) == SAMPLES_ONLY, describe(report)
 
 
 @pytest.mark.parametrize(
@@ -393,12 +414,10 @@ def test_lying_about_the_time_does_not_stretch_the_limit(judge_layout: Judge) ->
 
 
 def test_lying_about_the_time_within_the_grace_is_still_a_time_limit(judge_layout: Judge) -> None:
-    # WEAKNESS (fails today): 2.6 s against a 2 s limit, with the harness's clock frozen and
-    # its alarm ignored, is accepted. The supervisor trusts the harness's time_ms for an ok
-    # result and only enforces its own clock at limit + grace (3 s), so a submission that
-    # lies about its time gets up to grace_seconds (here 50 %) more than the limit. Fix:
-    # judge an ok result by the supervisor's own clock too (the time from the `start` line
-    # to the `result` line, less a small allowance for encoding and transfer).
+    # 2.6 s against a 2 s limit, with the harness's clock frozen and its alarm ignored:
+    # within the supervisor's hard deadline (limit + grace, 3 s), so only the supervisor's
+    # own clock (start line to result line, less a small allowance for encoding and
+    # transfer) catches it; the harness's reported time_ms is not believed.
     report = judge_layout(f"""
         import signal, time
         def layout(num_devices, kernel_in, kernel_out):
@@ -418,18 +437,17 @@ LEAK_VECTORS = {
     "stderr": "print(tag, file=sys.stderr)\nreturn [0, 0]",
     "exception message": "raise ValueError(tag)",
     "SystemExit message": "sys.exit(tag)",
-    # WEAKNESS (fails today): the exception's type name is the submission's to choose, and
-    # a hidden test's message shows it ("LEAK_1_5_7 raised (line 12)").
+    # The exception's type name is the submission's to choose: a hidden test's message
+    # never shows it (it would read "LEAK_1_5_7 raised").
     "exception type name": "raise type(tag.replace('-', '_'), (Exception,), {})()",
-    # WEAKNESS (fails today): the harness's EncodeLimit, raised by the submission with its
-    # own text, becomes an output limit whose message a hidden test shows in full (the run
-    # stops there, so one hidden test's inputs per submission).
+    # The harness's EncodeLimit, raised by the submission with its own text, becomes an
+    # output limit: a hidden test's message is the fixed sentence, not the text.
     "EncodeLimit message": "from judge.harness.codec import EncodeLimit\nraise EncodeLimit(tag)",
-    # WEAKNESS (fails today): code compiled under the name submission.py puts any line
-    # number in a hidden test's message: "ValueError raised (line 157)".
+    # Code compiled under the name submission.py could put any line number in an error
+    # ("ValueError raised (line 157)"): a hidden test's message holds no line number.
     "line number": "exec(compile('\\n' * (code - 1) + 'raise ValueError()', 'submission.py', 'exec'))",
-    # WEAKNESS (fails today): the harness times the call with time.perf_counter, which the
-    # submission can replace; a hidden test's time_ms is then whatever it says (157.0).
+    # The harness times the call with time.perf_counter, which the submission can
+    # replace; a hidden test's time_ms is the supervisor's own clock, never that (157.0).
     "time": "start = sys._getframe(3).f_locals['t']\n"
             "time.perf_counter = lambda: start + code / 1000\nreturn [0, 0]",
 }

@@ -127,13 +127,10 @@ def test_two_gigabytes_of_output_is_an_output_limit_at_once(judge_layout: Judge)
 
 def test_flooding_the_judges_channel_is_an_output_limit_at_once(judge_layout: Judge) -> None:
     # Descriptor 3 is the harness's protocol pipe: 2 GiB without a newline on it.
-    # WEAKNESS (fails today: about 60 s): the channel's reader stops reading at the line cap
-    # (OVERFLOW), the harness blocks on the full pipe, and DockerChannel.kill() removes the
-    # container *before* it closes the attach socket: the engine's forced removal waits on
-    # the undrained stream until the API call times out (docker_timeout, 60 s). Each such
-    # submission holds a judge worker for a minute and its container outlives the verdict.
-    # Fix: close (shutdown) the attach socket first, then remove; or keep draining (and
-    # discarding) the stream after OVERFLOW.
+    # The channel's reader stops at the line cap (OVERFLOW) and the harness blocks on the
+    # full pipe; DockerChannel.kill() shuts the attach socket down before it removes the
+    # container, so the forced removal does not wait on the undrained stream (it used to
+    # hold a worker for the engine's API timeout, 60 s).
     started = time.monotonic()
     report = judge_layout("""
         import os
