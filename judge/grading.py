@@ -99,9 +99,9 @@ def internal_error(problem: Problem | str, message: str, settings: Settings) -> 
     tests: list[StoredTest] = []
     problem_id, version, checker = problem, "", None
     if isinstance(problem, Problem):
-        problem_id, version, checker = problem.id, problem.version, problem.checker
+        problem_id = problem.id
         try:
-            tests = load_tests(problem)
+            version, checker, tests = problem.version, problem.checker, load_tests(problem)
         except ProblemError:
             tests = []
     assert isinstance(problem_id, str)

@@ -1,7 +1,8 @@
 """Stored test data of a package: ``data/{sample,hidden}/NN-name.json`` and a manifest.
 
 Each test file holds the test's name, visibility, points, its encoded inputs and the
-reference's encoded output. ``data/manifest.json`` records a SHA-256 over every test file
+reference's encoded output. Files are numbered in declaration order and read in the order
+of their numbers (not of their names, which would put test 100 before test 11). ``data/manifest.json`` records a SHA-256 over every test file
 (path and bytes); loading refuses data that no longer matches it, so a hand-edited or
 half-written data folder is never graded against.
 """
@@ -43,14 +44,21 @@ class Manifest(BaseModel):
     built_with: dict[str, str] = Field(default_factory=dict)
 
 
+def _order(path: Path) -> tuple[int, str]:
+    """Files sort by their number, not their name: ``100-x`` comes after ``11-y``."""
+    number, _, _ = path.name.partition("-")
+    return (int(number) if number.isdigit() else -1, path.name)
+
+
 def _files(data_dir: Path) -> list[Path]:
-    return [p for d in ("sample", "hidden") for p in sorted((data_dir / d).glob("*.json"))]
+    return [p for d in ("sample", "hidden")
+            for p in sorted((data_dir / d).glob("*.json"), key=_order)]
 
 
 def data_hash(data_dir: Path) -> tuple[str, list[str]]:
     digest = hashlib.sha256()
     names = []
-    for path in _files(data_dir):  # samples first, each folder in name order
+    for path in _files(data_dir):  # samples first, each folder in number order
         rel = path.relative_to(data_dir).as_posix()
         names.append(rel)
         digest.update(rel.encode() + b"\0" + path.read_bytes() + b"\0")
@@ -96,12 +104,13 @@ def write_tests(problem: Problem, tests: list[StoredTest], built_with: dict[str,
     staging = problem.path / "data.new"
     shutil.rmtree(staging, ignore_errors=True)
     counters = {"sample": 0, "hidden": 0}
+    width = max(2, len(str(len(tests))))
     for test in tests:
         counters[test.visibility] += 1
         folder = staging / test.visibility
         folder.mkdir(parents=True, exist_ok=True)
         body = json.dumps(test.model_dump(mode="json", exclude_defaults=True), indent=1) + "\n"
-        (folder / f"{counters[test.visibility]:02d}-{test.name}.json").write_text(body)
+        (folder / f"{counters[test.visibility]:0{width}d}-{test.name}.json").write_text(body)
     digest, names = data_hash(staging)
     manifest = Manifest(data_hash=digest, files=names, built_with=built_with)
     (staging / "manifest.json").write_text(manifest.model_dump_json(indent=1) + "\n")

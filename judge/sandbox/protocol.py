@@ -196,6 +196,8 @@ class TestRun(_Segment):
     test the supervisor keeps only what the judge itself measured or needs: the status,
     the value to check, its own clock; never a text the submission wrote."""
 
+    __test__ = False  # not a pytest class
+
     index: int
     status: TestStatus
     time_ms: float = 0.0

@@ -2,22 +2,27 @@
 
 from __future__ import annotations
 
+import shutil
 from typing import Any
 
 import numpy as np
 import pytest
 
 from judge import __version__
+from judge.catalog import Catalog
 from judge.checkers import get_checker, reasons
-from judge.errors import SubmissionRejected
-from judge.grading import HIDDEN_OUTPUT_NOTE, decode_code, judge_outcome
+from judge.errors import SandboxUnavailable, SubmissionRejected
+from judge.grading import HIDDEN_OUTPUT_NOTE, decode_code, grade, internal_error, judge_outcome
 from judge.harness.codec import encode
 from judge.report import VerdictReport
-from judge.sandbox.protocol import ErrorInfo, RunOutcome
+from judge.sandbox.base import Sandbox
+from judge.sandbox.protocol import ErrorInfo, Job, RunOutcome
 from judge.sandbox.protocol import TestRun as Run
+from judge.sandbox.supervisor import INTERFERED
 from judge.settings import Settings
 from judge.testdata import StoredTest
 from judge.verdict import Verdict
+from tests_support import FIXTURE_PROBLEMS
 
 SETTINGS = Settings(max_code_bytes=1000, report_output_bytes=200)
 EXACT = get_checker("exact")
@@ -118,9 +123,9 @@ def test_code_size_limit() -> None:
 
 
 def test_code_with_a_utf8_bom_is_accepted_as_python_accepts_it() -> None:
-    # Editors on Windows save UTF-8 with a byte order mark; `python file.py` runs such a
-    # file, but decode_code keeps U+FEFF, and compile() then fails with "invalid
-    # non-printable character U+FEFF": a correct submission gets compile_error.
+    # Editors on Windows save UTF-8 with a byte order mark, and `python file.py` runs such
+    # a file: decode_code drops the mark, as Python does (kept, U+FEFF made compile() fail
+    # with "invalid non-printable character" and a correct submission a compile_error).
     source = decode_code(b"\xef\xbb\xbfdef f(x):\n    return x\n", SETTINGS)
     compile(source, "submission.py", "exec")
 
@@ -412,3 +417,62 @@ def test_report_output_is_capped() -> None:
     assert len(report.stdout.split("\n")[0].encode()) <= SETTINGS.report_output_bytes
     assert "[... 800 more bytes]" in report.stdout
     assert report.stderr.startswith("x" * 200) and "[... 100 more bytes]" in report.stderr
+
+
+# -- interference, and runs that are no verdict ---------------------------------------------
+
+
+def test_a_test_the_submission_interfered_with_is_a_marked_runtime_error() -> None:
+    runs = [right(0), right(1),
+            Run(index=2, status="interfered", message=INTERFERED),
+            Run(index=3, status="not_run", message="not run: an earlier test ended the run",
+                cause="interfered")]
+    report = judge(completed(*runs))
+    assert report.verdict is Verdict.RUNTIME_ERROR
+    assert report.interfered and report.message == INTERFERED
+    assert [t.message for t in report.tests[2:]] == [INTERFERED,
+                                                     "not run: an earlier test ended the run"]
+    assert [t.verdict for t in report.tests[2:]] == [Verdict.RUNTIME_ERROR] * 2
+    assert not judge(completed(*(right(i) for i in range(4)))).interfered
+
+
+def test_interference_while_loading_is_a_marked_runtime_error_for_every_test() -> None:
+    report = judge(RunOutcome(status="interfered", message=INTERFERED))
+    assert report.verdict is Verdict.RUNTIME_ERROR and report.interfered
+    assert {t.verdict for t in report.tests} == {Verdict.RUNTIME_ERROR}
+    assert all(t.message == f"not run: {INTERFERED}" for t in report.tests)
+
+
+class FixedSandbox(Sandbox):
+    """Hands back one outcome, whatever the job (grade's own logic under test)."""
+
+    name = "fixed"
+    isolated = True
+
+    def __init__(self, outcome: RunOutcome) -> None:
+        super().__init__(SETTINGS)
+        self.outcome = outcome
+
+    def run(self, job: Job) -> RunOutcome:
+        return self.outcome
+
+
+def test_a_harness_that_never_reached_the_submission_is_no_verdict() -> None:
+    problem = Catalog(FIXTURE_PROBLEMS).get("demo/layout")
+    broken = FixedSandbox(RunOutcome(status="internal_error",
+                                     message="the harness did not start (it exited)"))
+    with pytest.raises(SandboxUnavailable, match="the harness did not start"):
+        grade(problem, "def layout(a, b, c):\n    return 0\n", sandbox=broken,
+              settings=SETTINGS)
+
+
+def test_an_internal_error_report_never_raises_for_a_broken_package(tmp_path) -> None:
+    shutil.copytree(FIXTURE_PROBLEMS / "demo" / "layout", tmp_path / "demo" / "layout")
+    problem = Catalog(tmp_path).get("demo/layout")
+    report = internal_error(problem, "given up", SETTINGS)
+    assert report.verdict is Verdict.INTERNAL_ERROR and len(report.tests) == 5
+    (problem.data_dir / "manifest.json").write_text("{}")  # now it cannot be loaded
+    report = internal_error(problem, "the package is broken", SETTINGS)
+    assert report.verdict is Verdict.INTERNAL_ERROR and report.tests == []
+    assert report.message == "the judge failed: the package is broken"
+    assert internal_error("demo/gone", "no such problem", SETTINGS).problem == "demo/gone"
