@@ -17,12 +17,13 @@ from celery import Task, bootsteps
 from celery.signals import worker_process_init, worker_process_shutdown
 
 from judge.errors import SandboxError
+from judge.sandbox import backend
 from judge.settings import Settings
 from service.queue import GRADE_TASK, GRADING_QUEUES, WEBHOOK_TASK, make_celery
 from service.settings import ServiceSettings
 from workers import grading, webhooks
 from workers.context import Context
-from workers.isolation import Refused, backend, grading_sandbox
+from workers.isolation import Refused, grading_sandbox
 
 log = logging.getLogger(__name__)
 app = make_celery(ServiceSettings())

@@ -15,14 +15,13 @@ from redis.exceptions import RedisError
 
 from judge.catalog import Catalog
 from judge.errors import ConfigError
-from judge.sandbox import get_sandbox
+from judge.sandbox import backend, get_sandbox
 from judge.sandbox.base import Sandbox
 from judge.settings import Settings
 from service import metrics
 from service.db import Database
 from service.liveness import worker_name
 from service.settings import ServiceSettings
-from workers.isolation import backend
 
 log = logging.getLogger(__name__)
 

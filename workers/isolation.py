@@ -17,10 +17,8 @@ backend that does not isolate, and lets ``auto`` fall back to ``process``.
 
 from __future__ import annotations
 
-from importlib import import_module
-
 from judge.errors import ConfigError
-from judge.sandbox import BACKENDS, Sandbox
+from judge.sandbox import backend
 from judge.settings import Settings
 
 INSECURE = "JAXJUDGE_INSECURE_UNSANDBOXED_GRADING"
@@ -28,17 +26,6 @@ INSECURE = "JAXJUDGE_INSECURE_UNSANDBOXED_GRADING"
 
 class Refused(Exception):
     """The worker must not start; the message says why in one line."""
-
-
-def backend(name: str) -> type[Sandbox]:
-    """The sandbox class called ``name``, not instantiated."""
-    try:
-        module, _, attr = BACKENDS[name].partition(":")
-    except KeyError:
-        raise ConfigError(
-            f"unknown sandbox {name!r}; known: {', '.join(sorted(BACKENDS))}, auto") from None
-    cls: type[Sandbox] = getattr(import_module(module), attr)
-    return cls
 
 
 def grading_sandbox(judge: Settings, insecure: bool) -> str:

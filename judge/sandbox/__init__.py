@@ -4,7 +4,8 @@
              author's own code.
 ``process``  the harness as a child process with resource limits. For trusted code only:
              problem authors building and verifying packages, students checking locally.
-``auto``     ``docker`` when an engine answers, else ``process`` (callers warn).
+``auto``     ``docker`` when an engine answers, else ``process`` (the CLI warns; a
+             service worker refuses it: ``workers/isolation.py``).
 """
 
 from __future__ import annotations
@@ -21,12 +22,9 @@ BACKENDS: dict[str, str] = {
 }
 
 
-def get_sandbox(name: str, settings: Settings) -> Sandbox:
-    """The backend called ``name``; ``auto`` is docker when an engine answers."""
-    if name == "auto":
-        from judge.sandbox.docker import engine_answers
-
-        name = "docker" if engine_answers(settings) else "process"
+def backend(name: str) -> type[Sandbox]:
+    """The backend class called ``name`` (not ``auto``), not instantiated: its
+    ``isolated`` says whether untrusted code may run in it."""
     try:
         target = BACKENDS[name]
     except KeyError:
@@ -35,7 +33,17 @@ def get_sandbox(name: str, settings: Settings) -> Sandbox:
         ) from None
     module, _, attr = target.partition(":")
     cls: type[Sandbox] = getattr(import_module(module), attr)
-    return cls(settings)
+    return cls
 
 
-__all__ = ["BACKENDS", "Sandbox", "get_sandbox"]
+def get_sandbox(name: str, settings: Settings) -> Sandbox:
+    """The backend called ``name``; ``auto`` is docker when an engine answers, else
+    process (for the CLI, which warns; the service never asks for ``auto``'s fallback)."""
+    if name == "auto":
+        from judge.sandbox.docker import engine_answers
+
+        name = "docker" if engine_answers(settings) else "process"
+    return backend(name)(settings)
+
+
+__all__ = ["BACKENDS", "Sandbox", "backend", "get_sandbox"]

@@ -32,7 +32,7 @@ from docker.api import APIClient
 from docker.types import Ulimit
 
 import docker
-from judge.errors import ConfigError, SandboxError, SandboxUnavailable
+from judge.errors import SandboxError, SandboxUnavailable
 from judge.harness import HARNESS_VERSION
 from judge.sandbox.base import Sandbox
 from judge.sandbox.image import DIGEST_LABEL, VERSION_LABEL, harness_digest
@@ -80,16 +80,17 @@ def engine_answers(settings: Settings) -> bool:
 
 
 def check_image(api: APIClient, image: str) -> None:
-    """Refuse a missing image, or one whose harness is not the judge's."""
+    """Refuse a missing image, or one whose harness is not the judge's: the judge's
+    infrastructure is not ready (SandboxUnavailable), nothing a caller asked wrongly."""
     try:
         labels = api.inspect_image(image)["Config"].get("Labels") or {}
     except docker.errors.ImageNotFound:
-        raise ConfigError(f"the sandbox image {image} is missing; build it with "
-                          "`make sandbox-image`") from None
+        raise SandboxUnavailable(f"the sandbox image {image} is missing; build it with "
+                                 "`make sandbox-image`") from None
     found = (labels.get(VERSION_LABEL), labels.get(DIGEST_LABEL))
     wanted = (HARNESS_VERSION, harness_digest())
     if found != wanted:
-        raise ConfigError(
+        raise SandboxUnavailable(
             f"the sandbox image {image} is stale: it carries harness {found[0] or 'none'} "
             f"({found[1] or 'no digest'}), this judge has {wanted[0]} ({wanted[1]}); "
             "rebuild it with `make sandbox-image`"

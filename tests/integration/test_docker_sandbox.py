@@ -13,7 +13,7 @@ import pytest
 
 import docker
 from judge.catalog import Catalog
-from judge.errors import ConfigError, SandboxUnavailable
+from judge.errors import SandboxUnavailable
 from judge.grading import grade
 from judge.sandbox import get_sandbox
 from judge.sandbox.base import Sandbox
@@ -89,14 +89,14 @@ def test_the_container_is_hardened_as_documented(docker_sandbox, catalog, settin
 
 def test_a_missing_or_stale_image_is_refused(api, settings: Settings) -> None:
     missing = settings.model_copy(update={"sandbox_image": "jaxjudge-no-such-image:1"})
-    with pytest.raises(ConfigError, match="missing.*make sandbox-image"):
+    with pytest.raises(SandboxUnavailable, match="missing.*make sandbox-image"):
         get_sandbox("docker", missing)
     dockerfile = f"FROM {settings.sandbox_image}\nLABEL org.jaxjudge.harness-digest=0000\n"
     tag = "jaxjudge-test-stale:latest"
     list(api.build(fileobj=io.BytesIO(dockerfile.encode()), tag=tag, rm=True))
     try:
         stale = settings.model_copy(update={"sandbox_image": tag})
-        with pytest.raises(ConfigError, match="stale.*make sandbox-image"):
+        with pytest.raises(SandboxUnavailable, match="stale.*make sandbox-image"):
             get_sandbox("docker", stale)
     finally:
         api.remove_image(tag, force=True)
