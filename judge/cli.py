@@ -24,7 +24,7 @@ from judge.catalog import Catalog
 from judge.errors import ConfigError, JudgeError, UsageError
 from judge.report import VerdictReport
 from judge.sandbox import BACKENDS, get_sandbox
-from judge.settings import Settings
+from judge.settings import Settings, settings_error
 from judge.verdict import Verdict
 
 VERDICT_STYLE = {Verdict.ACCEPTED: "green", Verdict.WRONG_ANSWER: "red"}
@@ -261,8 +261,6 @@ def main(argv: list[str] | None = None) -> None:
     except (UsageError, ConfigError) as exc:
         _fail(str(exc))
     except ValidationError as exc:  # a JAXJUDGE_* setting (the core's or the service's)
-        first = exc.errors(include_url=False)[0]
-        name = ".".join(str(p) for p in first["loc"])
-        _fail(f"setting JAXJUDGE_{name.upper()}: {first['msg']} (got {first.get('input')!r})")
+        _fail(settings_error(exc))
     except JudgeError as exc:  # a broken package or sandbox: not the caller's input
         _fail(str(exc).splitlines()[0], 1)

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TypeVar
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 # The source checkout this module sits in: for the tests and scripts of the repository,
@@ -101,3 +102,24 @@ class Settings(BaseSettings):
         default=16 << 20, gt=0, description="File size cap pooled containers start with; the "
         "harness lowers it to the problem's output limit."
     )
+
+
+S = TypeVar("S", bound=BaseSettings)
+
+
+def settings_error(exc: ValidationError) -> str:
+    """A bad ``JAXJUDGE_*`` value in one line (the value itself is not repeated: it may
+    be a password in a database URL)."""
+    first = exc.errors(include_url=False)[0]
+    name = ".".join(str(p) for p in first["loc"])
+    return f"setting JAXJUDGE_{name.upper()}: {first['msg']}"
+
+
+def load(cls: type[S]) -> S:
+    """Read settings at a process edge (a worker, the API's factory); a bad value exits
+    with status 2 and one line on stderr instead of a traceback."""
+    try:
+        return cls()
+    except ValidationError as exc:
+        sys.stderr.write(f"jaxjudge: error: {settings_error(exc)}\n")
+        raise SystemExit(2) from None

@@ -18,7 +18,7 @@ from celery.signals import worker_process_init, worker_process_shutdown
 
 from judge.errors import SandboxError
 from judge.sandbox import backend
-from judge.settings import Settings
+from judge.settings import Settings, load
 from service.queue import GRADE_TASK, GRADING_QUEUES, WEBHOOK_TASK, make_celery
 from service.settings import ServiceSettings
 from workers import grading, webhooks
@@ -26,7 +26,7 @@ from workers.context import Context
 from workers.isolation import Refused, grading_sandbox
 
 log = logging.getLogger(__name__)
-app = make_celery(ServiceSettings())
+app = make_celery(load(ServiceSettings))  # a bad JAXJUDGE_* value: one line, exit 2
 _context: Context | None = None
 _sandbox: str | None = None  # the backend the main process resolved; children inherit it
 
@@ -51,7 +51,7 @@ class SandboxCheck(bootsteps.Step):
         if not set(parent.app.amqp.queues.consume_from) & set(GRADING_QUEUES):
             return  # a webhook worker: it grades nothing
         try:
-            _sandbox = grading_sandbox(Settings(), ServiceSettings().insecure_unsandboxed_grading)
+            _sandbox = grading_sandbox(load(Settings), ServiceSettings().insecure_unsandboxed_grading)
         except Refused as exc:
             log.critical("refusing to start: %s", exc)
             raise SystemExit(1) from None

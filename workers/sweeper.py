@@ -14,6 +14,7 @@ from typing import Any
 
 from redis import Redis
 
+from judge.settings import load
 from service.db import Database
 from service.queue import make_celery
 from service.settings import ServiceSettings
@@ -35,7 +36,7 @@ def main(argv: list[str] | None = None) -> None:
 
     signal.signal(signal.SIGTERM, stopping)
     signal.signal(signal.SIGINT, stopping)
-    settings = ServiceSettings()
+    settings = load(ServiceSettings)
     db = Database(settings.database_url)
     redis = Redis.from_url(settings.redis_url, socket_connect_timeout=2, socket_timeout=10)
     logging.getLogger(__name__).info("sweeper started, every %g s", settings.sweep_seconds)

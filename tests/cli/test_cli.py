@@ -96,16 +96,16 @@ def test_docker_without_an_engine_is_no_verdict_and_exit_1(
 @pytest.mark.parametrize(
     "name, value, words",
     [("JAXJUDGE_GRACE_SECONDS", "soon", "JAXJUDGE_GRACE_SECONDS"),
-     ("JAXJUDGE_POOL_SIZE", "-1", "JAXJUDGE_POOL_SIZE"),
-     ("JAXJUDGE_WEBHOOK_MAX_ATTEMPTS", "0", "JAXJUDGE_WEBHOOK_MAX_ATTEMPTS")],
+     ("JAXJUDGE_POOL_SIZE", "-17", "JAXJUDGE_POOL_SIZE"),
+     ("JAXJUDGE_WEBHOOK_MAX_ATTEMPTS", "-29", "JAXJUDGE_WEBHOOK_MAX_ATTEMPTS")],
 )
 def test_a_bad_setting_is_a_one_line_error(capsys, monkeypatch: pytest.MonkeyPatch,
                                            name: str, value: str, words: str) -> None:
     monkeypatch.setenv(name, value)
     argv = ["keys", "list"] if "WEBHOOK" in name else ["problems"]  # the service's settings
     code, _, err = jaxjudge(capsys, *argv)
-    assert_one_line_error(code, err, words, repr(value))
-    assert "Traceback" not in err
+    assert_one_line_error(code, err, words)
+    assert "Traceback" not in err and value not in err  # the value may be a password
 
 
 def test_defaults_follow_the_working_directory_not_the_installation(

@@ -119,3 +119,29 @@ def test_a_sandbox_unavailable_too_many_times_ends_with_the_reason(
     assert [outcome for outcome, _ in rows] == ["failed", "failed", "stored"]
     assert all("no Docker engine answers" in (error or "") for _, error in rows[:2])
     assert worker.proc.poll() is None
+
+
+@pytest.mark.parametrize(("command", "name", "value"), [
+    (["celery", "-A", "workers.app", "worker", "-Q", "interactive"],
+     "JAXJUDGE_WORKER_CONCURRENCY", "several"),
+    (["celery", "-A", "workers.app", "worker", "-Q", "interactive"],
+     "JAXJUDGE_POOL_SIZE", "-3"),
+    (["python", "-m", "workers.sweeper"], "JAXJUDGE_SWEEP_SECONDS", "-1"),
+])
+def test_a_bad_setting_stops_a_service_process_with_one_line(
+        tmp_path: Path, command: list[str], name: str, value: str) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from judge.settings import REPO_ROOT
+
+    exe = [str(Path(sys.executable).parent / command[0]), *command[1:]]
+    done = subprocess.run(exe, cwd=REPO_ROOT, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, name: value,
+                               "JAXJUDGE_REDIS_URL": "redis://127.0.0.1:1/0"})
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    ours = [line for line in done.stderr.splitlines() if line.startswith("jaxjudge: error:")]
+    assert len(ours) == 1 and ours[0].startswith(f"jaxjudge: error: setting {name}:"), \
+        done.stderr
