@@ -232,6 +232,18 @@ def make_encoder() -> Encoder:
         return {"spec": entries, "mesh_axes": grid[0], "mesh_shape": grid[1],
                 "mesh_devices": grid[2]}
 
+    def buffer_device(where: Any) -> int | None:
+        """The device of a one-device buffer: a SingleDeviceSharding's, or the one device
+        of a NamedSharding over a mesh of one (an array on one device is its own buffer)."""
+        assert jx is not None
+        if _type(where) is jx["SingleDeviceSharding"]:
+            return _int(jx["device_id"](jx["sds_device"](where)))
+        if _type(where) is jx["NamedSharding"]:
+            grid = mesh(jx["ns_mesh"](where))
+            if grid is not None and _len(grid[2]) == 1:
+                return grid[2][0]
+        return None
+
     def jax_array(value: Any, budget: _Budget, depth: int) -> dict[str, Any]:
         """Read through ArrayImpl's own C++ members only; put the data together here."""
         assert jx is not None
@@ -242,13 +254,13 @@ def make_encoder() -> Encoder:
         for buf in buffers:
             if _type(buf) is not jx["ArrayImpl"]:
                 return opaque(value)
-            where = jx["raw_sharding"](buf)
-            if _type(where) is not jx["SingleDeviceSharding"]:
+            device = buffer_device(jx["raw_sharding"](buf))
+            if device is None:
                 return opaque(value)
             host, _ = jx["buffer_to_numpy"](buf)
             if _type(host) is not ndarray:
                 return opaque(value)
-            parts.append((_int(jx["device_id"](jx["sds_device"](where))), host))
+            parts.append((device, host))
         sharding = jx["raw_sharding"](value)
         info: dict[str, Any]
         if _type(sharding) is jx["NamedSharding"]:

@@ -234,6 +234,20 @@ def test_a_jax_array_on_another_device_says_which() -> None:
     assert value.shards() == jax_shards(x)
 
 
+@pytest.mark.parametrize("device", [0, 3])
+def test_a_named_sharding_over_a_one_device_mesh(device: int) -> None:
+    # Such an array is its own (only) buffer, with the NamedSharding, not a
+    # SingleDeviceSharding: it is still read as an array (device-put-batch needs it).
+    mesh = Mesh(np.array(jax.devices()[device:device + 1]), ("data",))
+    host = np.arange(12, dtype=np.float32).reshape(4, 3)
+    x = jax.device_put(jnp.asarray(host), NamedSharding(mesh, P("data", None)))
+    value = wire_value(x)
+    assert isinstance(value, ArrayValue), value
+    np.testing.assert_array_equal(value.to_numpy(), host)
+    assert value.sharding.kind == "NamedSharding" and value.sharding.mesh_devices == [device]
+    assert value.shards() == jax_shards(x)
+
+
 def jax_shards(x: jax.Array) -> dict[int, Shard]:
     """What JAX itself says each device holds: shape and (start, stop) of every dimension."""
     return {
