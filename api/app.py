@@ -15,7 +15,7 @@ from api.limits import KnownKeys, body_limits, limit_bodies, make_limiter
 from api.longpoll import Notices, WaitSlots
 from judge import __version__
 from judge.catalog import Catalog
-from judge.settings import Settings
+from judge.settings import Settings, load
 from service.db import Database
 from service.queue import make_celery
 from service.settings import ServiceSettings
@@ -44,8 +44,10 @@ def create_app(settings: ServiceSettings | None = None,
                judge_settings: Settings | None = None) -> Flask:
     from api import batches, docs, errors, health, problems, submissions
 
-    settings = settings or ServiceSettings()
-    judge_settings = judge_settings or Settings()
+    # A bad JAXJUDGE_* value: one line, and status 3, gunicorn's "worker failed to boot",
+    # on which its master stops instead of starting the worker again and again.
+    settings = settings or load(ServiceSettings, exit_status=3)
+    judge_settings = judge_settings or load(Settings, exit_status=3)
     app = Flask(__name__)
     if settings.trusted_proxy_hops:
         hops = settings.trusted_proxy_hops

@@ -115,11 +115,11 @@ def settings_error(exc: ValidationError) -> str:
     return f"setting JAXJUDGE_{name.upper()}: {first['msg']}"
 
 
-def load(cls: type[S]) -> S:
+def load(cls: type[S], exit_status: int = 2) -> S:
     """Read settings at a process edge (a worker, the API's factory); a bad value exits
-    with status 2 and one line on stderr instead of a traceback."""
+    with ``exit_status`` and one line on stderr instead of a traceback."""
     try:
         return cls()
     except ValidationError as exc:
         sys.stderr.write(f"jaxjudge: error: {settings_error(exc)}\n")
-        raise SystemExit(2) from None
+        raise SystemExit(exit_status) from None

@@ -121,15 +121,18 @@ def test_a_sandbox_unavailable_too_many_times_ends_with_the_reason(
     assert worker.proc.poll() is None
 
 
-@pytest.mark.parametrize(("command", "name", "value"), [
+@pytest.mark.parametrize(("command", "name", "value", "status"), [
     (["celery", "-A", "workers.app", "worker", "-Q", "interactive"],
-     "JAXJUDGE_WORKER_CONCURRENCY", "several"),
+     "JAXJUDGE_WORKER_CONCURRENCY", "several", 2),
     (["celery", "-A", "workers.app", "worker", "-Q", "interactive"],
-     "JAXJUDGE_POOL_SIZE", "-3"),
-    (["python", "-m", "workers.sweeper"], "JAXJUDGE_SWEEP_SECONDS", "-1"),
+     "JAXJUDGE_POOL_SIZE", "-3", 2),
+    (["python", "-m", "workers.sweeper"], "JAXJUDGE_SWEEP_SECONDS", "-1", 2),
+    # The API: 3 is gunicorn's "worker failed to boot", and its master stops too.
+    (["gunicorn", "-b", "127.0.0.1:0", "api.app:create_app()"],
+     "JAXJUDGE_LONG_POLL_MAX_SECONDS", "abc", 3),
 ])
 def test_a_bad_setting_stops_a_service_process_with_one_line(
-        tmp_path: Path, command: list[str], name: str, value: str) -> None:
+        tmp_path: Path, command: list[str], name: str, value: str, status: int) -> None:
     import os
     import subprocess
     import sys
@@ -140,7 +143,7 @@ def test_a_bad_setting_stops_a_service_process_with_one_line(
     done = subprocess.run(exe, cwd=REPO_ROOT, capture_output=True, text=True, timeout=120,
                           env={**os.environ, name: value,
                                "JAXJUDGE_REDIS_URL": "redis://127.0.0.1:1/0"})
-    assert done.returncode == 2, done.stderr
+    assert done.returncode == status, done.stderr
     assert "Traceback" not in done.stderr, done.stderr
     ours = [line for line in done.stderr.splitlines() if line.startswith("jaxjudge: error:")]
     assert len(ours) == 1 and ours[0].startswith(f"jaxjudge: error: setting {name}:"), \
