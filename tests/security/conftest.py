@@ -130,32 +130,32 @@ def judge_layout(catalog: Catalog, docker_sandbox: Sandbox, settings: Settings) 
     return run
 
 
-@pytest.fixture(scope="session")
-def judge_vault(security_catalog: Catalog, docker_sandbox: Sandbox, settings: Settings) -> Judge:
-    """Grade code against security/vault, with TOKEN, VAULT_HEADS, SEARCH, SCAN_FILES and
-    SCAN_MEMORY defined (see support.py)."""
-    problem = security_catalog.get("security/vault")
+def secret_judge(catalog: Catalog, problem_id: str, heads: dict[Any, tuple[bytes, bytes]],
+                 sandbox: Sandbox, settings: Settings) -> Judge:
+    """Grade code against a problem of the suite whose secrets are ``heads`` (as
+    VAULT_HEADS), with SEARCH, SCAN_FILES, SCAN_OBJECTS and SCAN_MEMORY defined."""
+    problem = catalog.get(problem_id)
 
     def run(code: str, **consts: Any) -> VerdictReport:
-        source = header(TOKEN=TOKEN, VAULT_HEADS=VAULT_HEADS, **consts) + SEARCH_CODE
-        return grade(problem, source + textwrap.dedent(code), sandbox=docker_sandbox,
+        source = header(TOKEN=TOKEN, VAULT_HEADS=heads, **consts) + SEARCH_CODE
+        return grade(problem, source + textwrap.dedent(code), sandbox=sandbox,
                      settings=settings)
 
     return run
+
+
+@pytest.fixture(scope="session")
+def judge_vault(security_catalog: Catalog, docker_sandbox: Sandbox, settings: Settings) -> Judge:
+    """security/vault: its hidden answers are the secrets (see support.py)."""
+    return secret_judge(security_catalog, "security/vault", VAULT_HEADS, docker_sandbox,
+                        settings)
 
 
 @pytest.fixture(scope="session")
 def judge_echo(security_catalog: Catalog, docker_sandbox: Sandbox, settings: Settings) -> Judge:
-    """Grade code against security/echo, with TOKEN, VAULT_HEADS (here the hidden inputs'
-    heads, INPUT_HEADS), SEARCH, SCAN_OBJECTS and SCAN_MEMORY defined."""
-    problem = security_catalog.get("security/echo")
-
-    def run(code: str, **consts: Any) -> VerdictReport:
-        source = header(TOKEN=TOKEN, VAULT_HEADS=INPUT_HEADS, **consts) + SEARCH_CODE
-        return grade(problem, source + textwrap.dedent(code), sandbox=docker_sandbox,
-                     settings=settings)
-
-    return run
+    """security/echo: its hidden inputs are the secrets (support.INPUT_HEADS)."""
+    return secret_judge(security_catalog, "security/echo", INPUT_HEADS, docker_sandbox,
+                        settings)
 
 
 @pytest.fixture(scope="session")

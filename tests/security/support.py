@@ -95,8 +95,8 @@ def SCAN_OBJECTS(heap=True):
         kind = type(value)
         if kind in (str, bytes, bytearray):
             found.update(SEARCH(bytes(value) if kind is bytearray else value))
-        elif kind is int:
-            found.update(SEARCH(str(value)))
+        elif kind in (int, float):
+            found.update(SEARCH(repr(value)))
         elif kind in (list, tuple, set, frozenset):
             for item in list(value)[:100_000]:
                 look(item, depth + 1)

@@ -39,45 +39,16 @@ def test_expected_values_are_nowhere_in_the_sandboxs_memory(judge_vault: Judge) 
     # object the garbage collector knows, every module, standard input and every readable
     # descriptor, the environment, and finally all readable memory of the process.
     report = judge_vault(f"""
-        import gc, json, os, sys, time
+        import json, os, sys, time
 
         ANSWERS, SEEN = {{}}, {{}}
-
-        def look(value, depth=0):
-            if depth > 6:
-                return
-            kind = type(value)
-            if kind in (str, bytes, bytearray):
-                ANSWERS.update(SEARCH(bytes(value) if kind is bytearray else value))
-            elif kind is int:
-                ANSWERS.update(SEARCH(str(value)))
-            elif kind is float:
-                ANSWERS.update(SEARCH(repr(value)))
-            elif kind in (list, tuple, set, frozenset):
-                for item in list(value)[:100_000]:
-                    look(item, depth + 1)
-            elif kind is dict:
-                for key, item in list(value.items())[:100_000]:
-                    look(key, depth + 1)
-                    look(item, depth + 1)
 
         def frames():
             names, frame = [], sys._getframe(1)
             while frame is not None:
                 names.append(frame.f_code.co_name)
-                look(dict(frame.f_locals))
-                look(dict(frame.f_globals))
                 frame = frame.f_back
             return names
-
-        def objects():
-            found = gc.get_objects()
-            for obj in found:
-                if type(obj) in (list, tuple, dict, set, frozenset):
-                    look(obj, 5)
-                elif hasattr(obj, "__dict__") and type(getattr(obj, "__dict__", None)) is dict:
-                    look(obj.__dict__, 5)
-            return len(found)
 
         def descriptors():
             read = {{}}
@@ -109,14 +80,13 @@ def test_expected_values_are_nowhere_in_the_sandboxs_memory(judge_vault: Judge) 
                 SEEN["frames"] = frames()
                 SEEN["test keys"] = sorted(test) if test else None
                 SEEN["job keys"] = sorted(job) if job else None
-                SEEN["objects"] = objects()
+                SEEN["objects"], found = SCAN_OBJECTS()  # stacks, heap, modules
+                ANSWERS.update(found)
                 SEEN["modules"] = len(sys.modules)
-                for module in list(sys.modules.values()):
-                    look(dict(getattr(module, "__dict__", {{}})), 5)
                 SEEN["descriptors"] = descriptors()
-                look(dict(os.environ))
-                look(open("/proc/self/environ", "rb").read())
-                look(open("/proc/self/cmdline", "rb").read())
+                ANSWERS.update(SEARCH(repr(dict(os.environ))))
+                ANSWERS.update(SEARCH(open("/proc/self/environ", "rb").read()))
+                ANSWERS.update(SEARCH(open("/proc/self/cmdline", "rb").read()))
                 SEEN["memory"], found = SCAN_MEMORY()
                 ANSWERS.update(found)
                 SEEN["answers"] = sorted(ANSWERS)
