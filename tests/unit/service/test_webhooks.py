@@ -375,9 +375,8 @@ def test_deliver_status(hook: Hook, path: str, status: int, ok: bool, retry: boo
 
 
 def test_deliver_timeout_is_retried(hook: Hook) -> None:
-    start = time.monotonic()
+    # The receiver holds the request 5 s and then answers 200: only the timeout fails it.
     result = deliver(hook.url("/slow"), BODY, signed(), allow=["127.0.0.1"], timeout=0.3)
-    assert time.monotonic() - start < 3
     assert not result.ok and result.retry and result.status is None
     assert "timed out" in result.error.lower()
 
