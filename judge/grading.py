@@ -96,22 +96,17 @@ def internal_error(problem: Problem | str, message: str, settings: Settings) -> 
     package is broken): every test ``internal_error``, ``message`` saying why. Never
     raises: when ``problem`` is only an id, or its tests cannot be loaded, the report lists
     no tests."""
-    tests: list[StoredTest] = []
-    problem_id, version, checker = problem, "", None
     if isinstance(problem, Problem):
-        problem_id = problem.id
         try:
-            version, checker, tests = problem.version, problem.checker, load_tests(problem)
+            return judge_outcome(problem.id, problem.version, load_tests(problem),
+                                 RunOutcome(status="internal_error", message=message),
+                                 problem.checker, settings)
         except ProblemError:
-            tests = []
-    assert isinstance(problem_id, str)
-    outcome = RunOutcome(status="internal_error", message=message)
-    if checker is None or not tests:
-        return VerdictReport(problem=problem_id, problem_version=version,
-                             verdict=Verdict.INTERNAL_ERROR, score=0.0, max_score=0.0,
-                             time_ms=0.0, message=f"the judge failed: {message}", tests=[],
-                             judge_version=__version__)
-    return judge_outcome(problem_id, version, tests, outcome, checker, settings)
+            problem = problem.id
+    return VerdictReport(problem=problem, problem_version="", verdict=Verdict.INTERNAL_ERROR,
+                         score=0.0, max_score=0.0, time_ms=0.0,
+                         message=f"the judge failed: {message}", tests=[],
+                         judge_version=__version__)
 
 
 # What a hidden test may say when it did not pass. Fixed texts: exception types, line

@@ -205,14 +205,14 @@ def main() -> None:
         devices=devices,
     )
 
-    def interfered(index: int | None) -> bool:
+    def leave_if_interfered(index: int | None) -> None:
         """Report tampering and leave, if the tripwire says there was some."""
         try:
             what = tripwire.changed()
         except BaseException:
             what = "the integrity check failed"
         if what is None:
-            return False
+            return
         with contextlib.suppress(BaseException):
             os.write(2, f"jaxjudge harness: {what}\n".encode())
         send("interfered", index=index)
@@ -248,12 +248,12 @@ def main() -> None:
         if isinstance(exc, SyntaxError):  # its str() repeats the file and line
             info.update(message=str(exc.msg)[:MESSAGE_CHARS], line=exc.lineno)
         segment = capture.segment()
-        interfered(None)
+        leave_if_interfered(None)
         send("compile_error", error=info, **segment)
         os._exit(0)
     load_ms = (time.perf_counter() - t_load) * 1000
     segment = capture.segment()
-    interfered(None)
+    leave_if_interfered(None)
     send("loaded", time_ms=load_ms, **segment)
 
     # One test at a time: its input arrives only once the previous result is sent.
@@ -282,7 +282,7 @@ def main() -> None:
 
             value = _timed(test_seconds, call)
             elapsed = time.perf_counter() - t
-            interfered(index)  # before encoding: the encoder must read an untouched world
+            leave_if_interfered(index)  # before encoding: the encoder must read an untouched world
             fields["value"] = _timed(
                 test_seconds, lambda v=value: encode(v, max_bytes=result_bytes)
             )
@@ -299,7 +299,7 @@ def main() -> None:
             status = "output_limit"
             fields = {"message": f"the submission wrote more than {output_bytes} bytes"}
         segment = capture.segment()
-        interfered(index)  # encoding and flushing may have run the submission's code
+        leave_if_interfered(index)  # encoding and flushing may have run the submission's code
         send("result", index=index, status=status, time_ms=elapsed * 1000, **fields, **segment)
         if status in ("output_limit", "timeout"):
             break  # the run is over: the trusted side marks the rest as not run

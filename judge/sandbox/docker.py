@@ -246,7 +246,7 @@ class DockerChannel(QueuedLines):
         try:
             self.api.wait(self.cid, timeout=2)
             state = self.api.inspect_container(self.cid)["State"]
-        except (docker.errors.DockerException, requests.exceptions.RequestException):
+        except ENGINE_ERRORS:
             self.kill()
             return ExitInfo()
         self.kill()
@@ -272,7 +272,7 @@ def remove(api: APIClient, cid: str) -> bool:
         api.remove_container(cid, force=True)
     except docker.errors.NotFound:
         pass
-    except (docker.errors.DockerException, requests.exceptions.RequestException):
+    except ENGINE_ERRORS:
         with _unremoved_lock:
             _unremoved.add(cid)
         return False

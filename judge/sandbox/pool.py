@@ -24,13 +24,11 @@ import queue
 import threading
 import time
 
-import docker.errors
-import requests
 from docker.api import APIClient
 
-import docker
 from judge.harness import HARNESS_VERSION
 from judge.sandbox.docker import (
+    ENGINE_ERRORS,
     ContainerSpec,
     DockerChannel,
     create,
@@ -84,7 +82,7 @@ class WarmPool:
                 self.api.update_container(channel.cid, mem_limit=mem, memswap_limit=mem)
                 if job.label:
                     self.api.rename(channel.cid, _name(job.label))
-            except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
+            except ENGINE_ERRORS as exc:
                 log.warning("pooled sandbox %s refused its limits: %s", channel.cid[:12], exc)
                 channel.kill()
                 continue
@@ -102,12 +100,10 @@ class WarmPool:
         last_reap = 0.0
         while not self.stopping.is_set():
             self._drop_dead()
-            with contextlib.suppress(docker.errors.DockerException,
-                                     requests.exceptions.RequestException):
+            with contextlib.suppress(*ENGINE_ERRORS):
                 retry_removals(self.api)
             if time.monotonic() - last_reap > REAP_EVERY_SECONDS:
-                with contextlib.suppress(docker.errors.DockerException,
-                                         requests.exceptions.RequestException):
+                with contextlib.suppress(*ENGINE_ERRORS):
                     reap(self.api, self.settings.docker_reap_after_seconds)
                 last_reap = time.monotonic()
             if self.ready.qsize() >= self.size:
@@ -134,7 +130,7 @@ class WarmPool:
             cid = create(self.api, self.settings, spec)
             channel = DockerChannel(self.api, cid, max_line(self.settings.result_bytes),
                                     self.settings.harness_stderr_bytes).start()
-        except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
+        except ENGINE_ERRORS as exc:
             log.warning("could not start a pooled sandbox: %s", exc)
             if cid:
                 remove(self.api, cid)
