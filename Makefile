@@ -31,7 +31,7 @@ down:
 	bash scripts/service.sh down
 
 lint: install
-	$(BIN)/ruff check judge api workers service tests bench
+	$(BIN)/ruff check judge api workers service lti web tests bench
 	$(BIN)/lint-imports
 	$(BIN)/mypy
 

@@ -87,6 +87,7 @@ class Submission(Base):
         Index("ix_submissions_tenant_received", "tenant_id", "received_at", "id"),
         Index("ix_submissions_status", "status", "enqueued"),
         Index("ix_submissions_problem", "tenant_id", "problem"),
+        Index("ix_submissions_assignment", "assignment_id", "student_id"),
     )
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True)
@@ -127,6 +128,11 @@ class Submission(Base):
     failures: Mapped[int] = mapped_column(Integer, default=0)
     retry_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
 
+    # The LMS assignment (an LTI resource link, or a course page) it was submitted to;
+    # its grade goes back there. None for plain REST submissions.
+    assignment_id: Mapped[str | None] = mapped_column(
+        ForeignKey("assignments.id", ondelete="SET NULL"), nullable=True)
+
     # The webhook delivery of the report stored by the current attempt, if any.
     delivery: Mapped[Delivery | None] = relationship(
         primaryjoin="and_(Submission.id == foreign(Delivery.submission_id), "
@@ -161,7 +167,10 @@ class Delivery(Base):
     counts the tries begun and is the fencing token of a try: a message names the try it
     is for, and only the first message for that try makes it. ``due_at`` is when the next
     try is due (the sweeper resends a try that is overdue); null once the delivery is
-    over. ``kind`` is the kind of destination (``webhook``; LMS grade passback later).
+    over. ``kind`` is the kind of destination: ``webhook`` (the submission's callback) or
+    ``lti-score`` (the grade, to the LMS line item of the submission's assignment).
+    ``payload`` is what a kind fixes at its first try and sends unchanged on every retry
+    (an LTI score and its timestamp), so a retried try is the same request.
     """
 
     __tablename__ = "deliveries"
@@ -181,5 +190,129 @@ class Delivery(Base):
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     due_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     last_error: Mapped[str | None] = mapped_column(String(500), nullable=True)
+    payload: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+# LTI 1.3 and the pages: platforms, the tool's keys, courses, assignments, members.
+
+
+class Policy(StrEnum):
+    """Which submission's score an assignment's grade is: the best or the latest."""
+
+    BEST = "best"
+    LATEST = "latest"
+
+
+class LtiPlatform(Base):
+    """An LMS registered with a tenant (``jaxjudge lti platforms add`` or LTI Dynamic
+    Registration): where its OIDC login, token endpoint and key set are, and the
+    deployments of the tool it made. One (issuer, client id) belongs to one tenant."""
+
+    __tablename__ = "lti_platforms"
+    __table_args__ = (UniqueConstraint("issuer", "client_id", name="uq_lti_platform"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    tenant_id: Mapped[int] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"),
+                                           index=True)
+    name: Mapped[str] = mapped_column(String(200), default="")
+    issuer: Mapped[str] = mapped_column(String(500))
+    client_id: Mapped[str] = mapped_column(String(255))
+    deployment_ids: Mapped[list[str]] = mapped_column(JSON, default=list)
+    login_url: Mapped[str] = mapped_column(String(2048))  # OIDC authorization endpoint
+    token_url: Mapped[str] = mapped_column(String(2048))  # OAuth2 token endpoint (AGS, NRPS)
+    jwks_url: Mapped[str] = mapped_column(String(2048))  # the platform's key set
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class LtiKey(Base):
+    """A key pair of the tool: it signs client assertions and deep-linking responses
+    while current; after ``jaxjudge lti keys rotate`` it stays in the JWKS until
+    ``expires_at``. The private key is stored encrypted with the configured secret."""
+
+    __tablename__ = "lti_keys"
+
+    kid: Mapped[str] = mapped_column(String(64), primary_key=True)
+    private_key: Mapped[str] = mapped_column(Text)  # encrypted PEM
+    public_jwk: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    retired_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
+
+class Course(Base):
+    """A course of a tenant: an LTI context of a platform (``context_id`` the LMS's id),
+    or, with no platform, a course made without an LMS (launch links, instructors who
+    sign in with a key)."""
+
+    __tablename__ = "courses"
+    __table_args__ = (UniqueConstraint("tenant_id", "platform_id", "context_id",
+                                       name="uq_course_context"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    tenant_id: Mapped[int] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"),
+                                           index=True)
+    platform_id: Mapped[int | None] = mapped_column(
+        ForeignKey("lti_platforms.id", ondelete="CASCADE"), nullable=True)
+    context_id: Mapped[str] = mapped_column(String(255))
+    title: Mapped[str] = mapped_column(String(500), default="")
+    label: Mapped[str] = mapped_column(String(200), default="")
+    memberships_url: Mapped[str | None] = mapped_column(String(2048), nullable=True)  # NRPS
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class Assignment(Base):
+    """A problem placed in a course: an LTI resource link (``resource_link_id``) or a
+    course page of its own. Its grade goes to ``lineitem_url`` (AGS) when there is one."""
+
+    __tablename__ = "assignments"
+    __table_args__ = (UniqueConstraint("course_id", "resource_link_id",
+                                       name="uq_assignment_link"),)
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    tenant_id: Mapped[int] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"),
+                                           index=True)
+    course_id: Mapped[int] = mapped_column(ForeignKey("courses.id", ondelete="CASCADE"),
+                                           index=True)
+    resource_link_id: Mapped[str] = mapped_column(String(255))
+    problem: Mapped[str] = mapped_column(String(200))
+    title: Mapped[str] = mapped_column(String(500), default="")
+    policy: Mapped[str] = mapped_column(String(10), default=Policy.BEST)
+    lineitem_url: Mapped[str | None] = mapped_column(String(2048), nullable=True)
+    lineitems_url: Mapped[str | None] = mapped_column(String(2048), nullable=True)
+    ags_scopes: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class Member(Base):
+    """A person of a course, as a launch or the roster (NRPS) told: ``user_id`` is the
+    LTI ``sub`` (or the student id of a launch link), ``roles`` the LTI role URIs."""
+
+    __tablename__ = "members"
+    __table_args__ = (UniqueConstraint("course_id", "user_id", name="uq_member"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    course_id: Mapped[int] = mapped_column(ForeignKey("courses.id", ondelete="CASCADE"),
+                                           index=True)
+    user_id: Mapped[str] = mapped_column(String(255))
+    name: Mapped[str] = mapped_column(String(300), default="")
+    email: Mapped[str] = mapped_column(String(300), default="")
+    roles: Mapped[list[str]] = mapped_column(JSON, default=list)
+    status: Mapped[str] = mapped_column(String(20), default="Active")
+    launched_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    synced_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
+
+class LtiScoreClock(Base):
+    """The timestamp of the last score sent to an assignment's line item for a student:
+    the next one is strictly later (Moodle answers 409 to one that is not)."""
+
+    __tablename__ = "lti_score_clocks"
+
+    assignment_id: Mapped[str] = mapped_column(
+        ForeignKey("assignments.id", ondelete="CASCADE"), primary_key=True)
+    user_id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    last_timestamp: Mapped[datetime] = mapped_column(UTCDateTime)

@@ -112,6 +112,38 @@ class ServiceSettings(BaseSettings):
         "unavailable is tried again; doubles each time (±20 %, capped at 10 min)."
     )
 
+    # Pages and LTI.
+    secret_key: str = Field(
+        default="", description="Encrypts the LTI tool's private keys in the database and "
+        "signs launch links. Required by the pages and LTI; empty: a random key is made "
+        "once in ./var/secret_key (mode 0600) and read from there. Every API and worker "
+        "process of a deployment must see the same value."
+    )
+    public_url: str = Field(
+        default="", description="The tool's public base URL as an LMS reaches it "
+        "(https://judge.example.edu). Every LTI URL is built from it; empty: from the "
+        "request (behind a proxy, with trusted_proxy_hops)."
+    )
+    lti_leeway_seconds: float = Field(
+        default=60.0, ge=0, le=600, description="Clock skew allowed on an id_token's "
+        "exp, iat and nbf."
+    )
+    lti_state_seconds: int = Field(
+        default=600, gt=0, description="How long an OIDC login's state and nonce stay "
+        "usable (each is used once)."
+    )
+    lti_key_overlap_days: float = Field(
+        default=30.0, ge=0, description="After `jaxjudge lti keys rotate`, how long the "
+        "old public key stays in the tool's JWKS."
+    )
+    web_session_seconds: int = Field(
+        default=8 * 3600, gt=0, description="A page session ends after this long unused."
+    )
+    launch_link_max_seconds: int = Field(
+        default=3600, gt=0, description="Longest life a launch link (POST "
+        "/v1/launch-links) may ask for."
+    )
+
     # Webhooks.
     webhook_allow: list[str] = Field(
         default_factory=list,
