@@ -10,22 +10,19 @@ from collections.abc import Iterator
 from typing import Any
 
 from flask import Blueprint, Response, g, request, url_for
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from api.app import services
 from api.auth import require
 from api.errors import ApiError
 from api.spec import operation, parse_json
-from api.submissions import checked_callback, checked_code, received
 from judge.errors import SubmissionRejected
 from judge.report import VerdictReport
-from service.batchzip import read_batch_zip
 from service.exports import ExportRow, gradescope_results, results_csv
-from service.models import Batch, Role, Status, Submission
-from service.queue import BATCH
-from service.submissions import code_digest, dispatch, new_id
-from service.wire import BatchCreate, BatchEntry, BatchMember, BatchOut
+from service.models import Batch, Role, Submission
+from service.submitting import batch_progress, find_batch, submit_batch, zip_entries
+from service.wire import BatchCreate, BatchOut
 
 bp = Blueprint("batches", __name__)
 EXPORT_PAGE = 200  # submissions (with their reports) read per query by an export
@@ -45,23 +42,11 @@ MULTIPART = {
 
 
 def _from_form() -> BatchCreate:
-    svc = services().settings
     upload = request.files.get("archive")
     if upload is None or "problem" not in request.form:
         raise ApiError(422, "Invalid request", "a multipart batch needs the fields "
                        "'problem' and 'archive' (a zip file)")
-    data = upload.read(svc.max_request_bytes + 1)
-    entries = read_batch_zip(data, max_files=svc.max_batch_submissions,
-                             max_total_bytes=svc.max_batch_bytes,
-                             max_file_bytes=services().judge.max_code_bytes)
-    items = []
-    for student, raw in entries:
-        try:
-            code = raw.decode("utf-8-sig")
-        except UnicodeDecodeError as exc:
-            raise ApiError(422, "Unprocessable batch",
-                           f"{student}.py is not UTF-8 (byte {exc.start})") from None
-        items.append(BatchEntry(student_id=student, code=code))
+    items = zip_entries(services(), upload.read(services().settings.max_request_bytes + 1))
     return BatchCreate(problem=request.form["problem"], name=request.form.get("name", ""),
                        callback_url=request.form.get("callback_url") or None, submissions=items)
 
@@ -73,39 +58,17 @@ def _parse() -> BatchCreate:
 
 
 def _batch(s: Session, batch_id: str) -> Batch:
-    batch = s.scalar(select(Batch).where(Batch.id == batch_id, Batch.tenant_id == g.tenant_id))
+    batch = find_batch(s, g.tenant_id, batch_id)
     if batch is None:
         raise ApiError(404, "Not found", f"no batch {batch_id!r}")
     return batch
 
 
 def _progress(batch_id: str) -> BatchOut:
-    """Counts by status and verdict from the database (GROUP BY), and the members
-    without their code or report: a batch of 1,000 reads no report."""
-    counts = {s.value: 0 for s in Status}
-    verdicts: dict[str, int] = {}
-    with services().db.session() as s:
-        batch = _batch(s, batch_id)
-        for status, verdict, n in s.execute(
-                select(Submission.status, Submission.verdict, func.count())
-                .where(Submission.batch_id == batch.id)
-                .group_by(Submission.status, Submission.verdict)):
-            counts[status] += n
-            if verdict:
-                verdicts[verdict] = verdicts.get(verdict, 0) + n
-        members = s.execute(
-            select(Submission.student_id, Submission.id, Submission.status, Submission.verdict,
-                   Submission.score, Submission.max_score)
-            .where(Submission.batch_id == batch.id).order_by(Submission.student_id)).all()
-    return BatchOut(
-        id=batch.id, problem=batch.problem, name=batch.name, total=batch.total,
-        created_at=batch.created_at, counts=counts, verdicts=verdicts,  # type: ignore[arg-type]
-        done=counts[Status.DONE] == batch.total,
-        submissions=[BatchMember(student_id=student or "", submission_id=sid,
-                                 status=status, verdict=verdict,  # type: ignore[arg-type]
-                                 score=score, max_score=max_score)
-                     for student, sid, status, verdict, score, max_score in members],
-    )
+    found = batch_progress(services().db, g.tenant_id, batch_id)
+    if found is None:
+        raise ApiError(404, "Not found", f"no batch {batch_id!r}")
+    return found
 
 
 @bp.post("/v1/batches")
@@ -114,47 +77,13 @@ def _progress(batch_id: str) -> BatchOut:
            responses={202: BatchOut})
 @require(Role.INSTRUCTOR)
 def create_batch() -> Any:
-    svc = services()
     try:
         body = _parse()
     except SubmissionRejected as exc:  # the archive itself
         raise ApiError(422, "Unprocessable batch", str(exc)) from None
-    if len(body.submissions) > svc.settings.max_batch_submissions:
-        raise ApiError(413, "Content too large", f"{len(body.submissions)} submissions; the "
-                       f"limit is {svc.settings.max_batch_submissions}")
-    seen: set[str] = set()
-    for entry in body.submissions:
-        if entry.student_id.lower() in seen:
-            raise ApiError(422, "Unprocessable batch", f"student {entry.student_id!r} "
-                           "appears twice")
-        seen.add(entry.student_id.lower())
-    problem = svc.catalog.get(body.problem)
-    callback = checked_callback(body.callback_url)
-    codes = []
-    for entry in body.submissions:
-        try:
-            codes.append(checked_code(entry.code))
-        except (ApiError, SubmissionRejected) as exc:
-            detail = exc.detail if isinstance(exc, ApiError) else str(exc)
-            raise ApiError(422, "Unprocessable batch", f"{entry.student_id}: {detail}") from None
-    batch = Batch(id=new_id(), tenant_id=g.tenant_id, problem=problem.id, name=body.name,
-                  total=len(codes))
-    rows = [
-        Submission(id=new_id(), tenant_id=g.tenant_id, batch_id=batch.id, problem=problem.id,
-                   problem_version=problem.version, student_id=e.student_id, code=code,
-                   code_sha256=code_digest(code), callback_url=callback, queue=BATCH,
-                   status=Status.QUEUED, enqueued=False, attempt=0)
-        for e, code in zip(body.submissions, codes, strict=True)
-    ]
-    with svc.db.session() as s:
-        s.add(batch)
-        s.flush()
-        s.add_all(rows)
-    dispatch(svc.db, svc.celery, [(r.id, BATCH) for r in rows],
-             timeout=svc.settings.publish_timeout_seconds)
-    received(len(rows))
-    return _progress(batch.id).model_dump(mode="json"), 202, {
-        "Location": url_for("batches.get_batch", batch_id=batch.id)}
+    batch_id = submit_batch(services(), g.tenant_id, body)
+    return _progress(batch_id).model_dump(mode="json"), 202, {
+        "Location": url_for("batches.get_batch", batch_id=batch_id)}
 
 
 @bp.get("/v1/batches/<batch_id>")

@@ -18,6 +18,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from werkzeug.exceptions import HTTPException
 
 from judge.errors import ProblemNotFound, UsageError
+from service.submitting import Refused
 
 log = logging.getLogger(__name__)
 PROBLEM_JSON = "application/problem+json"
@@ -51,6 +52,10 @@ def register(app: Flask) -> None:
     @app.errorhandler(ApiError)
     def _api_error(exc: ApiError) -> Response:
         return problem(exc.status, exc.title, exc.detail, exc.headers, **exc.extra)
+
+    @app.errorhandler(Refused)
+    def _refused(exc: Refused) -> Response:
+        return problem(exc.status, exc.title, exc.detail)
 
     @app.errorhandler(ValidationError)
     def _invalid(exc: ValidationError) -> Response:

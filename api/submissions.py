@@ -9,17 +9,13 @@ has to resend (docs/api.md, "When the broker is down").
 from __future__ import annotations
 
 import base64
-import hashlib
-import json
 import logging
 import time
 from datetime import datetime
 from typing import Any
 
 from flask import Blueprint, Response, g, request, url_for
-from redis.exceptions import RedisError
 from sqlalchemy import ColumnElement, and_, or_, select
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import defer
 
 from api.app import services
@@ -27,12 +23,10 @@ from api.auth import require
 from api.errors import ApiError
 from api.longpoll import POLL_SECONDS, RECHECK_SECONDS
 from api.spec import operation, parse_json, parse_query
-from judge.grading import decode_code
-from service.metrics import count_received
 from service.models import Role, Status, Submission
 from service.queue import INTERACTIVE
-from service.submissions import code_digest, dispatch, new_id, rejudge
-from service.webhooks import WebhookRefused, check_url
+from service.submissions import dispatch, rejudge
+from service.submitting import WITHOUT_CODE, NewSubmission, fingerprint, submit
 from service.wire import (
     SubmissionCreate,
     SubmissionOut,
@@ -44,43 +38,13 @@ from service.wire import (
 
 bp = Blueprint("submissions", __name__)
 log = logging.getLogger(__name__)
-# What an answer never shows is never read: the code (up to 256 KiB) of any submission,
-# and the report of a listed one (raiseload: touching it would be a bug, not a query).
-WITHOUT_CODE = defer(Submission.code, raiseload=True)
+# What an answer never shows is never read: the code (WITHOUT_CODE), and the report of a
+# listed one (raiseload: touching it would be a bug, not a query).
 WITHOUT_REPORT = defer(Submission.report, raiseload=True)
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 WAIT_HEADER = "Jaxjudge-Wait"  # "skipped": the key held all its long-polls; answered at once
 WAIT_NOTE = ("A key holds a limited number of ?wait= long-polls at once; past it the "
              f"answer comes at once, with the header {WAIT_HEADER}: skipped.")
-
-
-def checked_code(code: str) -> str:
-    """The size cap (413), then the core's own checks (UTF-8, empty, NUL bytes: 422)."""
-    data = code.encode("utf-8", "surrogatepass")
-    limit = services().judge.max_code_bytes
-    if len(data) > limit:
-        raise ApiError(413, "Content too large",
-                       f"the code is {len(data)} bytes; the limit is {limit} bytes")
-    return decode_code(data, services().judge, noun="the code")
-
-
-def checked_callback(url: str | None) -> str | None:
-    if url is None:
-        return None
-    try:
-        check_url(url, services().settings.webhook_allow)
-    except WebhookRefused as exc:
-        raise ApiError(422, "Refused callback_url", str(exc)) from None
-    return url
-
-
-def received(n: int = 1) -> None:
-    """Count ``n`` stored submissions for /metrics; Redis away loses the count, not the
-    request."""
-    try:
-        count_received(services().redis, n)
-    except RedisError as exc:
-        log.warning("cannot count %d received submission(s): %s", n, exc)
 
 
 def load(submission_id: str) -> Submission:
@@ -144,17 +108,6 @@ def _idempotency_key() -> str | None:
     return key
 
 
-def _replay(key: str, fingerprint: str) -> Submission | None:
-    with services().db.session() as s:
-        row = s.scalar(select(Submission).options(WITHOUT_CODE)
-                       .where(Submission.tenant_id == g.tenant_id,
-                              Submission.idempotency_key == key))
-    if row is not None and row.request_hash != fingerprint:
-        raise ApiError(422, "Idempotency-Key reused", "this Idempotency-Key was sent before "
-                       "with a different request")
-    return row
-
-
 def _answer(row: Submission, replayed: bool = False) -> tuple[Any, int, dict[str, str]]:
     headers = {"Location": url_for("submissions.get_submission", submission_id=row.id)}
     if replayed:
@@ -174,39 +127,14 @@ def _answer(row: Submission, replayed: bool = False) -> tuple[Any, int, dict[str
 )
 @require(Role.CLIENT)
 def create_submission() -> Any:
-    svc = services()
     key = _idempotency_key()
     wait = parse_query(WaitQuery).wait
     body = parse_json(SubmissionCreate)
-    fingerprint = hashlib.sha256(
-        json.dumps(body.model_dump(mode="json"), sort_keys=True).encode()).hexdigest()
-    if key is not None and (found := _replay(key, fingerprint)) is not None:
-        return _answer(wait_done(found, wait), replayed=True)
-    problem = svc.catalog.get(body.problem)
-    code = checked_code(body.code)
-    callback = checked_callback(body.callback_url)
-    if body.metadata is not None and len(json.dumps(body.metadata)) > \
-            svc.settings.max_metadata_bytes:
-        raise ApiError(422, "Unprocessable submission",
-                       f"metadata is over {svc.settings.max_metadata_bytes} bytes as JSON")
-    row = Submission(
-        id=new_id(), tenant_id=g.tenant_id, problem=problem.id,
-        problem_version=problem.version, student_id=body.student_id, code=code,
-        code_sha256=code_digest(code), callback_url=callback, meta=body.metadata,
-        idempotency_key=key, request_hash=fingerprint, queue=INTERACTIVE,
-        status=Status.QUEUED, enqueued=False, attempt=0,
-    )
-    try:
-        with svc.db.session() as s:
-            s.add(row)
-    except IntegrityError:  # the same key, concurrently: answer with the winner
-        if key is None or (found := _replay(key, fingerprint)) is None:
-            raise
-        return _answer(wait_done(found, wait), replayed=True)
-    received()
-    dispatch(svc.db, svc.celery, [(row.id, INTERACTIVE)],
-             timeout=svc.settings.publish_timeout_seconds)
-    return _answer(wait_done(load(row.id), wait))
+    row, replayed = submit(services(), NewSubmission(
+        tenant_id=g.tenant_id, problem=body.problem, code=body.code,
+        student_id=body.student_id, callback_url=body.callback_url, metadata=body.metadata,
+        idempotency_key=key, fingerprint=fingerprint(body.model_dump(mode="json"))))
+    return _answer(wait_done(row, wait), replayed=replayed)
 
 
 @bp.get("/v1/submissions/<submission_id>")
