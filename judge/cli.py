@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 from pydantic import ValidationError
@@ -26,6 +26,9 @@ from judge.report import VerdictReport
 from judge.sandbox import BACKENDS, get_sandbox
 from judge.settings import Settings, settings_error
 from judge.verdict import Verdict
+
+if TYPE_CHECKING:
+    from judge.notebook import Source
 
 VERDICT_STYLE = {Verdict.ACCEPTED: "green", Verdict.WRONG_ANSWER: "red"}
 
@@ -104,23 +107,24 @@ def show(obj: Context, problem_id: str) -> None:
         obj.out.print(f"  {test.name}: {escape(args)}\n    -> {escape(render(test.expected))}")
 
 
-def _read_submission(path: Path, settings: Settings) -> str:
-    from judge.grading import decode_code
+def _read_submission(path: Path, settings: Settings) -> Source:
+    """A Python file, or a notebook (``.ipynb``: its code cells, IPython syntax removed)."""
+    from judge.notebook import is_notebook, source_from_upload
 
     if not path.exists():
         raise UsageError(f"{path}: no such file")
     if not path.is_file():
         raise UsageError(f"{path}: not a regular file")
     size = path.stat().st_size
-    if size > settings.max_code_bytes:
-        raise UsageError(f"{path}: the file is {size} bytes; the limit is "
-                         f"{settings.max_code_bytes} bytes")
+    limit = settings.max_notebook_bytes if is_notebook(path.name) else settings.max_code_bytes
+    if size > limit:
+        raise UsageError(f"{path}: the file is {size} bytes; the limit is {limit} bytes")
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise UsageError(f"{path}: {exc.strerror}") from None
     try:
-        return decode_code(data, settings)
+        return source_from_upload(path.name, data, settings)
     except UsageError as exc:
         raise UsageError(f"{path}: {exc}") from None
 
@@ -133,19 +137,21 @@ def _read_submission(path: Path, settings: Settings) -> str:
 @_sandbox_option("JAXJUDGE_SANDBOX, which defaults to auto")
 @click.pass_obj
 def grade(obj: Context, problem_id: str, file: Path, fmt: str, sandbox_name: str | None) -> None:
-    """Grade FILE against problem ID."""
+    """Grade FILE (a .py file, or a .ipynb notebook) against problem ID."""
     from judge.grading import grade as grade_code
 
     problem = obj.catalog.get(problem_id)
-    code = _read_submission(file, obj.settings)
+    source = _read_submission(file, obj.settings)
     sandbox = get_sandbox(sandbox_name or obj.settings.sandbox, obj.settings)
     if not sandbox.isolated:
         click.echo(f"jaxjudge: warning: the {sandbox.name} sandbox does not isolate the code; "
                    "run untrusted code in an isolated sandbox", err=True)
     try:
-        report = grade_code(problem, code, sandbox=sandbox, settings=obj.settings)
+        report = grade_code(problem, source.code, sandbox=sandbox, settings=obj.settings)
     finally:
         sandbox.close()
+    if source.notes:
+        report = report.model_copy(update={"source_notes": list(source.notes)})
     if fmt == "json":
         click.echo(report.model_dump_json(indent=2))
     else:
@@ -170,6 +176,10 @@ def print_report(out: Console, report: VerdictReport) -> None:
                     out.print(f"  {label}: {escape(value)}")
             if "\n" in test.message:
                 out.print("  " + escape(test.message).replace("\n", "\n  "))
+    if report.source_notes:
+        out.print("\n[bold]From the notebook[/bold]")
+        for note in report.source_notes:
+            out.print(f"  {escape(note)}")
     if report.message:
         out.print(f"\n{escape(report.message)}")
     for name in ("stdout", "stderr"):

@@ -60,3 +60,7 @@ class VerdictReport(_Model):
         "harness, wrote on its channel): the run was stopped and counts as a runtime_error. "
         "Worth an instructor's look.")
     timings: Timings = Timings()
+    source_notes: list[str] = Field(
+        default_factory=list, description="What was done to the submitted file before "
+        "grading: for a notebook, what IPython syntax was removed, per cell (fixed words, "
+        "cell and line numbers; never the removed text). Empty for a Python file.")

@@ -42,6 +42,10 @@ class Settings(BaseSettings):
     )
 
     max_code_bytes: int = Field(default=256 * 1024, gt=0, description="Largest submission.")
+    max_notebook_bytes: int = Field(
+        default=4 << 20, gt=0, description="Largest notebook file (.ipynb), outputs included; "
+        "the code taken from it is held to max_code_bytes.",
+    )
     startup_seconds: float = Field(
         default=60.0, gt=0, description="How long the harness may take to import jax and flax."
     )

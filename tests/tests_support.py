@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 FIXTURE_PROBLEMS = Path(__file__).parent / "fixtures" / "problemsets"
+# Notebooks solving demo/layout, with IPython magics and shell escapes (nbformat 4 and 3).
+FIXTURE_NOTEBOOKS = Path(__file__).parent / "fixtures" / "notebooks"
 
 # Solutions of the fixture problem demo/layout, for the service tests.
 LAYOUT_GOOD = (

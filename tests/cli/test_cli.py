@@ -10,7 +10,7 @@ import pytest
 
 from judge.cli import main
 from judge.report import VerdictReport
-from tests_support import FIXTURE_PROBLEMS
+from tests_support import FIXTURE_NOTEBOOKS, FIXTURE_PROBLEMS
 
 CORRECT = "def layout(num_devices, kernel_in, kernel_out):\n    return [kernel_in, kernel_out // num_devices]\n"
 
@@ -257,3 +257,37 @@ def test_build_then_verify_and_verify_catches_a_misfiled_example(
     code, out, _ = jaxjudge(capsys, "verify", "demo/layout")
     assert code == 1
     assert "FAIL" in out and "not_wrong.py: accepted (expected wrong_answer)" in out
+
+
+@pytest.mark.slow
+def test_grade_a_notebook_says_what_was_removed(capsys, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    notebook = FIXTURE_NOTEBOOKS / "layout.ipynb"
+    code, out, _ = jaxjudge(capsys, "grade", "demo/layout", str(notebook), "--format", "json",
+                            "--sandbox", "process")
+    assert code == 0
+    report = VerdictReport.model_validate(json.loads(out))
+    assert report.verdict == "accepted"
+    assert report.source_notes == [
+        "cell 2: removed 1 IPython magic (line 1), 1 shell escape (line 2)",
+        "cell 4: left out whole (a %%time cell: its body is not run)",
+        "cell 5: removed 1 help request (line 1)",
+    ]
+    code, out, _ = jaxjudge(capsys, "grade", "demo/layout", str(notebook), "--sandbox", "process")
+    assert code == 0 and "From the notebook" in out and "cell 4: left out whole" in out
+
+
+@pytest.mark.parametrize(
+    ("data", "needle"),
+    [
+        (b"{not json", "bad.ipynb: the file is not valid JSON"),
+        (b'{"cells": []}', "bad.ipynb: the file is not a Jupyter notebook"),
+        (b'{"nbformat": 4, "nbformat_minor": 5, "cells": []}',
+         "bad.ipynb: the file is not a valid Jupyter notebook"),
+        (b"#" * (4 * 1024 * 1024 + 1), "the limit is 4194304 bytes"),
+    ],
+)
+def test_bad_notebooks_are_refused(capsys, tmp_path: Path, data: bytes, needle: str) -> None:
+    code, out, err = jaxjudge(capsys, "grade", "demo/layout", write(tmp_path, "bad.ipynb", data))
+    assert_one_line_error(code, err, needle)
+    assert out == ""
