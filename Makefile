@@ -3,7 +3,7 @@ PYTHON ?= python3.11
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: install engine sandbox-image services lint test test-fast verify bench up down clean
+.PHONY: install engine sandbox-image services lint test screenshots test-fast verify bench up down clean
 
 install: $(BIN)/jaxjudge
 
@@ -19,10 +19,12 @@ engine:
 sandbox-image: install engine
 	PYTHON=$(BIN)/python bash docker/build-image.sh
 
-# Redis and PostgreSQL binaries for the service and its tests (the tests start their own).
+# Redis and PostgreSQL binaries for the service and its tests (the tests start their own);
+# Chromium and its driver for the browser tests (tests/browser).
 services:
 	@command -v redis-server >/dev/null || apt-get install -y -q redis-server
 	@test -x /usr/lib/postgresql/15/bin/initdb || apt-get install -y -q postgresql-15
+	@command -v chromedriver >/dev/null || apt-get install -y -q chromium chromium-driver
 
 up: install
 	bash scripts/service.sh up
@@ -38,6 +40,10 @@ lint: install
 test: lint services
 	$(BIN)/jaxjudge verify
 	$(BIN)/pytest
+
+# The browser tests, copying one current picture of each page into docs/screenshots/.
+screenshots: install services
+	JAXJUDGE_DOCS_SCREENSHOTS=1 $(BIN)/pytest tests/browser
 
 test-fast: install
 	$(BIN)/pytest -m "not slow"

@@ -205,13 +205,14 @@ class Sweeper(Worker):
 class Gunicorn:
     """The API served as ``make up`` and compose serve it: gunicorn's gevent worker (a
     greenlet per request, so long-polls hold no thread), 2 processes by default, on a
-    free port; returns once ``/healthz`` answers."""
+    free port (or ``port``, when the URL must be known first); returns once ``/healthz``
+    answers."""
 
     def __init__(self, env: dict[str, str], log: Path, workers: int = 2,
-                 worker_class: str = "gevent", threads: int = 1) -> None:
+                 worker_class: str = "gevent", threads: int = 1, port: int = 0) -> None:
         import requests
 
-        self.base = f"http://127.0.0.1:{free_port()}"
+        self.base = f"http://127.0.0.1:{port or free_port()}"
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "gunicorn", "--bind", self.base.removeprefix("http://"),
              "--worker-class", worker_class, "--workers", str(workers),
