@@ -72,6 +72,9 @@ def create_app(settings: ServiceSettings | None = None,
     errors.register(app)
     for module in (problems, submissions, batches, health, docs):
         app.register_blueprint(module.bp)
+    from lti import views as lti_views  # LTI 1.3 endpoints (/lti/...) and the picker
+
+    app.register_blueprint(lti_views.bp)
     if settings.submit_rate_limit:
         for name in ("submissions.create_submission", "batches.create_batch"):
             limited = limiter.limit(settings.submit_rate_limit)(app.view_functions[name])

@@ -1,0 +1,271 @@
+"""How an LMS learns about the tool: the URLs an administrator types in, the Canvas
+developer-key JSON, and LTI Dynamic Registration 1.0.
+
+Dynamic Registration: the LMS administrator pastes the tool's registration URL; the LMS
+opens it with ``openid_configuration`` (the platform's OpenID configuration URL) and
+``registration_token``; the tool fetches that configuration, checks that its issuer is on
+the same host as the URL it came from (spec §3.5.1), POSTs its client registration to the
+platform's ``registration_endpoint`` with the token as bearer, and stores the platform
+with the client id (and deployment id) the answer gives.
+
+Which tenant a registration goes to is never taken from the URL as such: the URL
+carries an invitation made by ``jaxjudge lti register-url --tenant NAME``, 256 random
+bits kept in Redis with an expiry, and used once. A bare ``/lti/register`` registers
+nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import urllib3
+from redis import Redis
+from sqlalchemy.orm import Session
+
+from judge.errors import UsageError
+from lti import platforms
+from lti.launch import LaunchError
+from service.models import LtiPlatform
+
+LOGIN = "/lti/login"
+LAUNCH = "/lti/launch"
+JWKS = "/lti/jwks.json"
+REGISTER = "/lti/register"
+CANVAS = "/lti/canvas.json"
+TITLE = "JAX judge"
+DESCRIPTION = "Programming exercises in JAX, graded automatically."
+INVITE_PREFIX = "jaxjudge:lti:invite:"
+TOOL_CONFIGURATION = "https://purl.imsglobal.org/spec/lti-tool-configuration"
+PLATFORM_CONFIGURATION = "https://purl.imsglobal.org/spec/lti-platform-configuration"
+SCOPES = [
+    "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem",
+    "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem.readonly",
+    "https://purl.imsglobal.org/spec/lti-ags/scope/result.readonly",
+    "https://purl.imsglobal.org/spec/lti-ags/scope/score",
+    "https://purl.imsglobal.org/spec/lti-nrps/scope/contextmembership.readonly",
+]
+HTTP_TIMEOUT = urllib3.Timeout(connect=5, read=15)
+MAX_BYTES = 256 * 1024
+
+
+def tool_urls(base: str) -> dict[str, str]:
+    """Every URL an LMS administrator needs, from the tool's public base URL."""
+    base = base.rstrip("/")
+    return {
+        "login": base + LOGIN,
+        "launch": base + LAUNCH,
+        "redirect": base + LAUNCH,
+        "deep_linking": base + LAUNCH,
+        "jwks": base + JWKS,
+        "registration": base + REGISTER,
+        "canvas": base + CANVAS,
+    }
+
+
+def canvas_config(base: str) -> dict[str, Any]:
+    """Canvas's "LTI 1.3 configuration JSON" of a developer key (Enter URL)."""
+    urls = tool_urls(base)
+    domain = urlsplit(base).netloc
+    selection = {"message_type": "LtiDeepLinkingRequest", "target_link_uri": urls["launch"],
+                 "text": TITLE, "selection_height": 700, "selection_width": 900}
+    return {
+        "title": TITLE,
+        "description": DESCRIPTION,
+        "oidc_initiation_url": urls["login"],
+        "target_link_uri": urls["launch"],
+        "public_jwk_url": urls["jwks"],
+        "scopes": SCOPES,
+        "extensions": [{
+            "platform": "canvas.instructure.com",
+            "privacy_level": "public",
+            "domain": domain,
+            "tool_id": "jaxjudge",
+            "settings": {
+                "text": TITLE,
+                "placements": [
+                    {"placement": "link_selection", **selection},
+                    {"placement": "assignment_selection", **selection},
+                ],
+            },
+        }],
+        # No tool-wide "problem" custom field: each link carries its own, set by the
+        # deep-linking response; a tool-wide one would shadow it.
+        "custom_fields": {"context_title": "$Context.title"},
+    }
+
+
+# -- invitations
+
+
+def invite(redis: Redis, tenant: str, seconds: int) -> str:
+    """A one-time registration invitation for ``tenant``, valid ``seconds``."""
+    if not tenant or len(tenant) > 100 or not tenant.isprintable():
+        raise UsageError("a tenant name is 1 to 100 printable characters")
+    if seconds <= 0:
+        raise UsageError("the invitation must last a positive time")
+    token = secrets.token_urlsafe(32)
+    record = json.dumps({"tenant": tenant, "until": time.time() + seconds})
+    redis.set(INVITE_PREFIX + token, record, ex=seconds, nx=True)
+    return token
+
+
+def registration_url(base: str, token: str) -> str:
+    return f"{base.rstrip('/')}{REGISTER}?invite={token}"
+
+
+def _take_invite(redis: Redis, token: str) -> dict[str, Any]:
+    raw = redis.getdel(INVITE_PREFIX + token) if token and len(token) < 100 else None
+    if raw is None:
+        raise LaunchError("this registration link is unknown, used or expired: make a new "
+                          "one with `jaxjudge lti register-url --tenant NAME`", 403)
+    record: dict[str, Any] = json.loads(raw)
+    return record
+
+
+def _give_back(redis: Redis, token: str, record: dict[str, Any]) -> None:
+    """A registration that failed leaves its invitation usable for what was left of it."""
+    left = int(record["until"] - time.time())
+    if left > 0:
+        redis.set(INVITE_PREFIX + token, json.dumps(record), ex=left, nx=True)
+
+
+# -- dynamic registration
+
+
+def _http() -> urllib3.PoolManager:
+    return urllib3.PoolManager(timeout=HTTP_TIMEOUT, retries=False)
+
+
+def _url(name: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise LaunchError(f"the platform's configuration has no {name}", 502)
+    try:
+        url = platforms.check_url(name, value)
+    except UsageError as exc:
+        raise LaunchError(f"the platform's configuration: {exc}", 502) from None
+    host = urlsplit(url).hostname or ""
+    if urlsplit(url).scheme != "https" and host not in ("127.0.0.1", "localhost", "::1"):
+        raise LaunchError(f"the platform's {name} must be https", 502)
+    return url
+
+
+def _json(response: urllib3.BaseHTTPResponse, what: str) -> dict[str, Any]:
+    if not 200 <= response.status < 300:
+        raise LaunchError(f"{what} answered HTTP {response.status}", 502)
+    body = response.data[:MAX_BYTES + 1]
+    if len(body) > MAX_BYTES:
+        raise LaunchError(f"{what} is too large", 502)
+    try:
+        found = json.loads(body)
+    except ValueError:
+        raise LaunchError(f"{what} is not JSON", 502) from None
+    if not isinstance(found, dict):
+        raise LaunchError(f"{what} is not a JSON object", 502)
+    return found
+
+
+def platform_configuration(config_url: str) -> dict[str, Any]:
+    """The platform's OpenID configuration, fetched from the URL it gave (no redirect),
+    its issuer on the same host as that URL."""
+    config_url = _url("openid_configuration", config_url)
+    try:
+        response = _http().request("GET", config_url, redirect=False,
+                                   headers={"Accept": "application/json"})
+    except urllib3.exceptions.HTTPError:
+        raise LaunchError("the platform's OpenID configuration could not be fetched",
+                          502) from None
+    config = _json(response, "the platform's OpenID configuration")
+    issuer = _url("issuer", config.get("issuer"))
+    if urlsplit(issuer).hostname != urlsplit(config_url).hostname:
+        raise LaunchError("the platform's issuer is not on the host of its configuration "
+                          "URL", 502)
+    return config
+
+
+def client_registration(base: str, config: dict[str, Any]) -> dict[str, Any]:
+    """The tool's client registration request (Dynamic Registration §3.4)."""
+    urls = tool_urls(base)
+    offered = config.get("scopes_supported")
+    scopes = [s for s in SCOPES if not isinstance(offered, list) or s in offered]
+    return {
+        "application_type": "web",
+        "response_types": ["id_token"],
+        "grant_types": ["implicit", "client_credentials"],
+        "initiate_login_uri": urls["login"],
+        "redirect_uris": [urls["launch"]],
+        "client_name": TITLE,
+        "jwks_uri": urls["jwks"],
+        "token_endpoint_auth_method": "private_key_jwt",
+        "scope": " ".join(scopes),
+        TOOL_CONFIGURATION: {
+            "domain": urlsplit(base).netloc,
+            "description": DESCRIPTION,
+            "target_link_uri": urls["launch"],
+            "claims": ["iss", "sub", "name", "given_name", "family_name", "email"],
+            "messages": [{"type": "LtiDeepLinkingRequest", "target_link_uri": urls["launch"],
+                          "label": TITLE}],
+        },
+    }
+
+
+@dataclass(frozen=True)
+class Registered:
+    platform_id: int
+    issuer: str
+    client_id: str
+    deployment_id: str | None
+    tenant: str
+
+
+def register(s: Session, redis: Redis, base: str, invite_token: str, config_url: str,
+             registration_token: str | None) -> Registered:
+    """Register the tool with the platform that opened ``/lti/register``, for the tenant
+    of the invitation (used up when this succeeds, usable again when it fails)."""
+    record = _take_invite(redis, invite_token)
+    try:
+        return _register(s, base, record["tenant"], config_url, registration_token)
+    except BaseException:
+        _give_back(redis, invite_token, record)
+        raise
+
+
+def _register(s: Session, base: str, tenant: str, config_url: str,
+              registration_token: str | None) -> Registered:
+    config = platform_configuration(config_url)
+    issuer = _url("issuer", config.get("issuer"))
+    endpoint = _url("registration_endpoint", config.get("registration_endpoint"))
+    login_url = _url("authorization_endpoint", config.get("authorization_endpoint"))
+    token_url = _url("token_endpoint", config.get("token_endpoint"))
+    jwks_url = _url("jwks_uri", config.get("jwks_uri"))
+    headers = {"Content-Type": "application/json", "Accept": "application/json"}
+    if registration_token:
+        headers["Authorization"] = f"Bearer {registration_token}"
+    try:
+        response = _http().request("POST", endpoint, redirect=False, headers=headers,
+                                   body=json.dumps(client_registration(base, config)))
+    except urllib3.exceptions.HTTPError:
+        raise LaunchError("the platform's registration endpoint could not be reached",
+                          502) from None
+    answer = _json(response, "the platform's registration endpoint")
+    client_id = answer.get("client_id")
+    if not isinstance(client_id, str) or not client_id:
+        raise LaunchError("the platform's registration answer has no client_id", 502)
+    tool = answer.get(TOOL_CONFIGURATION)
+    deployment = tool.get("deployment_id") if isinstance(tool, dict) else None
+    deployment = deployment if isinstance(deployment, str) and deployment else None
+    product = config.get(PLATFORM_CONFIGURATION)
+    name = str(product.get("product_family_code", "")) if isinstance(product, dict) else ""
+    try:
+        row: LtiPlatform = platforms.add(
+            s, tenant, issuer=issuer, client_id=client_id,
+            deployment_ids=[deployment] if deployment else [], login_url=login_url,
+            token_url=token_url, jwks_url=jwks_url, name=name[:200],
+            require_deployment=False)
+    except UsageError as exc:
+        raise LaunchError(str(exc), 409) from None
+    return Registered(row.id, issuer, client_id, deployment, tenant)

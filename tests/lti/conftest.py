@@ -1,0 +1,61 @@
+"""Fixtures of the LTI tests: the tool (the whole app: API, pages, LTI endpoints) served
+over HTTP on 127.0.0.1 by a thread, with real Redis and the SQLite database of the shared
+fixtures; the test platform (tests/lti/platform.py) served beside it and registered with
+tenant ``course-a``."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+from flask import Flask
+from servers import free_port
+from werkzeug.serving import make_server
+
+from lti import platforms
+from lti.launch import KeySets
+from service.db import Database
+from tests.lti.platform import TestPlatform
+
+TENANT = "course-a"
+
+
+@dataclass
+class Tool:
+    app: Flask
+    base: str
+
+    @property
+    def db(self) -> Database:
+        found: Database = self.app.extensions["jaxjudge"].db
+        return found
+
+    @property
+    def keysets(self) -> KeySets:
+        found: KeySets = self.app.extensions["jaxjudge.lti.keysets"]
+        return found
+
+
+@pytest.fixture
+def tool(app: Flask) -> Iterator[Tool]:
+    port = free_port()
+    server = make_server("127.0.0.1", port, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    found = Tool(app, f"http://127.0.0.1:{port}")
+    # A rotated platform key is fetched at the next launch (the cooldown that spaces the
+    # refreshes of a process is a matter of time, which the tests do not wait for).
+    found.keysets.cooldown = 0
+    yield found
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def platform(tool: Tool) -> Iterator[TestPlatform]:
+    with TestPlatform(tool.base) as found:
+        with tool.db.session() as s:
+            found.platform_id = platforms.add(s, TENANT, **found.registration).id
+        yield found
