@@ -10,8 +10,10 @@ to do. :func:`resend_overdue` (the sweeper) queues again a try that is overdue: 
 message was never queued (the broker was away, the worker died before queuing it) or was
 lost with the broker, or the worker making it died.
 
-Destinations have a kind: ``webhook`` (the submission's ``callback_url``) today; an LMS
-grade passback would be another kind through the same table, tries and sweeper.
+Destinations have a kind, and every kind goes through the same table, tries, task and
+sweeper: ``webhook`` (the submission's ``callback_url``) and ``lti-score`` (the grade of a
+submission made to an LMS assignment, to the assignment's AGS line item; its body is
+fixed at the first try, :mod:`service.scores`).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from celery import Celery
 from sqlalchemy import select, update
@@ -28,17 +31,18 @@ from sqlalchemy.orm import Session
 
 from service.db import Database, changed, utcnow
 from service.models import Delivery, DeliveryStatus, Status, Submission, Tenant
-from service.queue import send_webhook
+from service.queue import send_delivery
 from service.wire import WebhookEvent, WebhookState, submission_out
 
 log = logging.getLogger(__name__)
 WEBHOOK = "webhook"
+LTI_SCORE = "lti-score"
 
 
 def open_delivery(s: Session, submission_id: str, attempt: int, tenant_id: int, url: str,
-                  now: datetime) -> str:
-    """Open the webhook delivery of the report ``attempt`` stored, due now; its id."""
-    delivery = Delivery(id=uuid.uuid4().hex, kind=WEBHOOK, submission_id=submission_id,
+                  now: datetime, kind: str = WEBHOOK) -> str:
+    """Open the delivery of ``kind`` of the report ``attempt`` stored, due now; its id."""
+    delivery = Delivery(id=uuid.uuid4().hex, kind=kind, submission_id=submission_id,
                         attempt=attempt, tenant_id=tenant_id, url=url,
                         status=DeliveryStatus.PENDING, attempts=0, due_at=now,
                         created_at=now, updated_at=now)
@@ -61,6 +65,8 @@ class Try:
     attempt: int
     tenant_id: int
     url: str
+    kind: str = WEBHOOK
+    payload: dict[str, Any] | None = None  # what an earlier try fixed (an LTI score)
 
 
 def claim_try(db: Database, delivery_id: str, number: int, *, lease: float) -> Try | None:
@@ -76,7 +82,8 @@ def claim_try(db: Database, delivery_id: str, number: int, *, lease: float) -> T
             return None
         row = s.get(Delivery, delivery_id)
         assert row is not None
-        return Try(delivery_id, number, row.submission_id, row.attempt, row.tenant_id, row.url)
+        return Try(delivery_id, number, row.submission_id, row.attempt, row.tenant_id, row.url,
+                   row.kind, row.payload)
 
 
 def finish_try(db: Database, taken: Try, *, status: DeliveryStatus, error: str,
@@ -120,9 +127,9 @@ def resend_overdue(db: Database, celery: Celery, *, timeout: float, grace: float
                 Delivery.id > after).order_by(Delivery.id).limit(page)).all()
         for delivery_id, tries in rows:
             try:
-                send_webhook(celery, delivery_id, tries, timeout=timeout)
+                send_delivery(celery, delivery_id, tries, timeout=timeout)
             except Exception as exc:
-                log.warning("webhook tries still unsent: %s", exc)
+                log.warning("delivery tries still unsent: %s", exc)
                 return sent
             with db.session() as s:
                 changed(s, update(Delivery).where(Delivery.id == delivery_id,

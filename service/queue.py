@@ -8,8 +8,8 @@ worker takes from ``interactive`` whenever it has work, before ``batch``):
 
 ``interactive``  single submissions from students and LMS integrations
 ``batch``        a class's batch, problem rejudges
-``webhooks``     report deliveries (a separate worker, so a slow receiver never holds a
-                 grading slot)
+``webhooks``     report deliveries: webhooks and LTI scores (a separate worker, so a
+                 slow receiver or LMS never holds a grading slot)
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ WEBHOOKS = "webhooks"
 GRADING_QUEUES = (INTERACTIVE, BATCH)
 
 GRADE_TASK = "jaxjudge.grade"
-WEBHOOK_TASK = "jaxjudge.deliver_webhook"
+DELIVER_TASK = "jaxjudge.deliver"  # one try of an outbox delivery, of any kind
+WEBHOOK_TASK = "jaxjudge.deliver_webhook"  # its name before LTI scores (queued messages)
 
 
 class _Channel(kombu_redis.Channel):
@@ -74,7 +75,7 @@ def make_celery(settings: ServiceSettings) -> Celery:
         task_time_limit=settings.time_limit_seconds,
         task_queues=[Queue(INTERACTIVE), Queue(BATCH), Queue(WEBHOOKS)],
         task_default_queue=INTERACTIVE,
-        task_routes={WEBHOOK_TASK: {"queue": WEBHOOKS}},
+        task_routes={DELIVER_TASK: {"queue": WEBHOOKS}, WEBHOOK_TASK: {"queue": WEBHOOKS}},
         broker_transport_options={
             "visibility_timeout": settings.visibility_timeout_seconds,
             "queue_order_strategy": "priority",
@@ -103,7 +104,7 @@ def publish(app: Celery, name: str, args: list[Any], *, queue: str, timeout: flo
     )
 
 
-def send_webhook(app: Celery, delivery_id: str, try_no: int, *, timeout: float) -> None:
-    """Queue try ``try_no`` (from 0) of webhook delivery ``delivery_id``
-    (:mod:`service.deliveries`)."""
-    publish(app, WEBHOOK_TASK, [delivery_id, try_no], queue=WEBHOOKS, timeout=timeout)
+def send_delivery(app: Celery, delivery_id: str, try_no: int, *, timeout: float) -> None:
+    """Queue try ``try_no`` (from 0) of outbox delivery ``delivery_id``, a webhook or an
+    LTI score (:mod:`service.deliveries`)."""
+    publish(app, DELIVER_TASK, [delivery_id, try_no], queue=WEBHOOKS, timeout=timeout)

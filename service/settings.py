@@ -143,6 +143,22 @@ class ServiceSettings(BaseSettings):
         default=3600, gt=0, description="Longest life a launch link (POST "
         "/v1/launch-links) may ask for."
     )
+    lti_timeout_seconds: float = Field(
+        default=10.0, gt=0, description="Per request to an LMS's services (access token, "
+        "a score, a roster page)."
+    )
+    lti_max_attempts: int = Field(
+        default=16, gt=0, description="Tries of a score before it is given up (failed); "
+        "with the backoff, about 10 hours of an LMS being down."
+    )
+    lti_backoff_seconds: float = Field(
+        default=5.0, gt=0, description="First retry delay of a score; doubles each try "
+        "(capped at 1 h)."
+    )
+    lti_roster_max_age_seconds: float = Field(
+        default=300.0, ge=0, description="A course's roster (NRPS) older than this is "
+        "fetched again when an instructor opens its gradebook."
+    )
 
     # Webhooks.
     webhook_allow: list[str] = Field(

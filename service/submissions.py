@@ -6,8 +6,9 @@ Every transition is one conditional UPDATE, so that any number of API processes,
 and sweepers can race without a lock. ``attempt`` is the fencing token: a worker claims a
 submission by raising it, and only the holder of the current attempt may store a report,
 so a report is stored once however many times a task is delivered. Storing a report
-opens its webhook delivery in the same transaction (the outbox, ``service.deliveries``),
-so no stored verdict is left without one.
+opens its deliveries in the same transaction (the outbox, ``service.deliveries``): the
+webhook to its callback, and the grade to the LMS line item of its assignment (an LTI
+score, :mod:`service.scores`), so no stored verdict is left without them.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from sqlalchemy import ColumnElement, Table, and_, bindparam, select, update
 from sqlalchemy.orm import Session
 
 from judge.report import VerdictReport
-from service import deliveries
+from service import deliveries, scores
 from service.db import Database, changed, chunked, utcnow
 from service.liveness import worker_gone, worker_name
 from service.models import Grading, Status, Submission
@@ -174,16 +175,23 @@ def heartbeat(db: Database, submission_id: str, attempt: int) -> bool:
 
 @dataclass(frozen=True)
 class Stored:
-    """A report stored, and the id of the webhook delivery opened with it (None when the
-    submission has no callback)."""
+    """A report stored, the id of the webhook delivery opened with it (None when the
+    submission has no callback) and that of its LTI score (None when its assignment has
+    no line item to send grades to)."""
 
     delivery: str | None
+    score: str | None = None
+
+    @property
+    def opened(self) -> list[str]:
+        return [d for d in (self.delivery, self.score) if d is not None]
 
 
 def store(db: Database, submission_id: str, attempt: int,
           report: VerdictReport) -> Stored | None:
     """Store the report of ``attempt`` and, in the same transaction, open its webhook
-    delivery. None (nothing written) if that attempt is no longer the current one (a
+    delivery and its LTI score delivery. None (nothing written) if that attempt is no
+    longer the current one (a
     rejudge, or the submission was given to another worker)."""
     now = utcnow()
     with db.session() as s:
@@ -206,11 +214,15 @@ def store(db: Database, submission_id: str, attempt: int,
                         attempt=attempt)
         if not stored:
             return None
-        tenant_id, url = s.execute(select(Submission.tenant_id, Submission.callback_url)
-                                   .where(Submission.id == submission_id)).one()
+        tenant_id, url, assignment_id, student = s.execute(
+            select(Submission.tenant_id, Submission.callback_url, Submission.assignment_id,
+                   Submission.student_id).where(Submission.id == submission_id)).one()
         delivery = deliveries.open_delivery(s, submission_id, attempt, tenant_id, url,
                                             now) if url else None
-        return Stored(delivery)
+        target = scores.scores_url(s, assignment_id) if assignment_id and student else None
+        score = deliveries.open_delivery(s, submission_id, attempt, tenant_id, target, now,
+                                         kind=deliveries.LTI_SCORE) if target else None
+        return Stored(delivery, score)
 
 
 def rejudge(s: Session, where: Any) -> list[str]:

@@ -6,7 +6,8 @@
   their sandbox was unavailable and their ``retry_at`` has come) are published;
 - ``queued`` submissions published more than ``requeue_after_seconds`` ago and never
   started are published again (a message lost with the broker's data);
-- webhook tries that are overdue are queued again (:func:`service.deliveries.resend_overdue`).
+- delivery tries (webhooks, LTI scores) that are overdue are queued again
+  (:func:`service.deliveries.resend_overdue`).
 
 Every query pages through its rows (keyset pagination, ``page`` rows at a time), so a
 backlog of any size is found, and every statement binds at most ``MAX_BIND`` ids.
@@ -126,7 +127,7 @@ def find_strays(db: Database, *, stale_after: float, requeue_after: float,
 
 def sweep(db: Database, celery: Celery, settings: ServiceSettings) -> SweepPlan:
     """Requeue lost gradings, publish unpublished and stale submissions, resend overdue
-    webhook tries."""
+    delivery tries (webhooks and LTI scores)."""
     plan = find_strays(db, stale_after=settings.stale_after_seconds,
                        requeue_after=settings.requeue_after_seconds)
     todo = plan.unpublished + plan.stale
@@ -136,7 +137,7 @@ def sweep(db: Database, celery: Celery, settings: ServiceSettings) -> SweepPlan:
                                        grace=settings.stale_after_seconds,
                                        resend_after=settings.requeue_after_seconds)
     if plan.lost or todo or resent:
-        log.info("sweep: %d lost, %d unpublished, %d stale, %d webhook tries resent",
+        log.info("sweep: %d lost, %d unpublished, %d stale, %d delivery tries resent",
                  len(plan.lost), len(plan.unpublished), len(plan.stale), resent)
     return plan
 

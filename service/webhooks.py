@@ -38,7 +38,7 @@ import secrets
 import socket
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from urllib.parse import SplitResult, urlsplit
 
@@ -72,6 +72,10 @@ class Outcome:
     status: int | None
     error: str
     retry: bool
+    # What was read of the answer (compared by nothing: an outcome is how a try ended).
+    body: bytes = field(default=b"", compare=False)  # at most the limit
+    headers: Mapping[str, str] = field(default_factory=dict, compare=False)  # lower-case names
+    complete: bool = field(default=False, compare=False)  # all of the body, in time
 
 
 def new_secret() -> str:
@@ -195,8 +199,20 @@ def resolve(url: str, allow: Sequence[str]) -> list[str]:
 
 
 def deliver(url: str, body: bytes, headers: Mapping[str, str], *,
-            allow: Sequence[str], timeout: float) -> Outcome:
+            allow: Sequence[str], timeout: float,
+            content_type: str = "application/json") -> Outcome:
     """POST ``body`` to ``url`` pinned to a checked address; never raises for network trouble."""
+    return fetch("POST", url, body=body, headers=headers, allow=allow, timeout=timeout,
+                 content_type=content_type)
+
+
+def fetch(method: str, url: str, *, headers: Mapping[str, str], allow: Sequence[str],
+          timeout: float, body: bytes | None = None, content_type: str | None = None,
+          limit: int = MAX_RESPONSE) -> Outcome:
+    """One HTTP request under the SSRF policy, to an address checked by :func:`resolve`
+    (redirects never followed, at most ``limit`` bytes of the response read, within about
+    ``timeout`` seconds). Never raises for network trouble: the outcome says whether a
+    later try may succeed. The LTI services (token, scores, roster) use it too."""
     try:
         ips = resolve(url, allow)
     except WebhookRefused as exc:
@@ -207,20 +223,23 @@ def deliver(url: str, body: bytes, headers: Mapping[str, str], *,
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     fixed = {"host", "content-type", "content-length"}
     sent = {"User-Agent": USER_AGENT, **{k: v for k, v in headers.items() if k.lower() not in fixed}}
-    sent |= {"Host": parts.netloc, "Content-Type": "application/json"}
-    limit = urllib3.Timeout(connect=timeout, read=timeout)
+    sent |= {"Host": parts.netloc}
+    if content_type is not None:
+        sent["Content-Type"] = content_type
+    limits = urllib3.Timeout(connect=timeout, read=timeout)
     error = "no address"
     for ip in ips:
         pool: urllib3.HTTPConnectionPool
         if parts.scheme.lower() == "https":
-            pool = urllib3.HTTPSConnectionPool(ip, port, timeout=limit, retries=False, maxsize=1,
-                                               server_hostname=host, assert_hostname=host)
+            pool = urllib3.HTTPSConnectionPool(ip, port, timeout=limits, retries=False,
+                                               maxsize=1, server_hostname=host,
+                                               assert_hostname=host)
         else:
-            pool = urllib3.HTTPConnectionPool(ip, port, timeout=limit, retries=False, maxsize=1)
+            pool = urllib3.HTTPConnectionPool(ip, port, timeout=limits, retries=False, maxsize=1)
         try:
-            resp = pool.urlopen("POST", target, body=body, headers=sent, redirect=False,
+            resp = pool.urlopen(method, target, body=body, headers=sent, redirect=False,
                                 retries=False, preload_content=False, assert_same_host=False)
-            _drain(resp, time.monotonic() + timeout)
+            content, whole = _drain(resp, time.monotonic() + timeout, limit)
         except (urllib3.exceptions.NewConnectionError,
                 urllib3.exceptions.ConnectTimeoutError) as exc:
             error = f"cannot connect to {ip}: {exc}"
@@ -230,23 +249,35 @@ def deliver(url: str, body: bytes, headers: Mapping[str, str], *,
         finally:
             pool.close()
         status = resp.status
+        got = {k.lower(): v for k, v in resp.headers.items()}
         if 200 <= status < 300:
-            return Outcome(True, status, "", retry=False)
+            return Outcome(True, status, "", retry=False, body=content, headers=got,
+                           complete=whole)
         note = " (redirects are not followed)" if 300 <= status < 400 else ""
-        return Outcome(False, status, f"HTTP {status}{note}", retry=status == 429 or status >= 500)
+        return Outcome(False, status, f"HTTP {status}{note}",
+                       retry=status == 429 or status >= 500, body=content, headers=got,
+                       complete=whole)
     return Outcome(False, None, error, retry=True)
 
 
-def _drain(resp: urllib3.BaseHTTPResponse, deadline: float) -> None:
-    """Read at most MAX_RESPONSE bytes of the body until ``deadline``; the status decides."""
-    left = MAX_RESPONSE
+def _drain(resp: urllib3.BaseHTTPResponse, deadline: float,
+           limit: int = MAX_RESPONSE) -> tuple[bytes, bool]:
+    """Read at most ``limit`` bytes of the body until ``deadline``: the bytes read, and
+    whether that was the whole body. A webhook's status decides; the LTI services read."""
+    chunks: list[bytes] = []
+    left, whole = limit, False
     try:
-        while left > 0 and time.monotonic() < deadline:
-            chunk = resp.read1(left, decode_content=False)
+        while time.monotonic() < deadline:
+            chunk = resp.read1(max(left, 1), decode_content=False)
             if not chunk:
+                whole = True
                 break
+            if len(chunk) > left:  # one byte past the limit: the body is too long
+                break
+            chunks.append(chunk)
             left -= len(chunk)
     except (urllib3.exceptions.HTTPError, OSError):
         pass
     finally:
         resp.release_conn()
+    return b"".join(chunks), whole

@@ -1,6 +1,7 @@
 """The Celery app of the workers: ``celery -A workers.app worker ...``.
 
-Tasks are named (``jaxjudge.grade``, ``jaxjudge.deliver_webhook``) so the API can send
+Tasks are named (``jaxjudge.grade``, ``jaxjudge.deliver``: one try of a webhook or an
+LTI score) so the API can send
 them without importing this package. A grading worker (one that consumes ``interactive``
 or ``batch``) checks in its main process, before any pool process exists, that its
 sandbox isolates, and refuses to start otherwise (:mod:`workers.isolation`). Each prefork
@@ -19,9 +20,9 @@ from celery.signals import worker_process_init, worker_process_shutdown
 from judge.errors import SandboxError
 from judge.sandbox import backend
 from judge.settings import Settings, load
-from service.queue import GRADE_TASK, GRADING_QUEUES, WEBHOOK_TASK, make_celery
+from service.queue import DELIVER_TASK, GRADE_TASK, GRADING_QUEUES, WEBHOOK_TASK, make_celery
 from service.settings import ServiceSettings
-from workers import grading, webhooks
+from workers import deliveries, grading
 from workers.context import Context
 from workers.isolation import Refused, grading_sandbox
 
@@ -49,7 +50,7 @@ class SandboxCheck(bootsteps.Step):
         super().__init__(parent, **kwargs)
         global _sandbox
         if not set(parent.app.amqp.queues.consume_from) & set(GRADING_QUEUES):
-            return  # a webhook worker: it grades nothing
+            return  # a delivery worker: it grades nothing
         try:
             _sandbox = grading_sandbox(load(Settings), ServiceSettings().insecure_unsandboxed_grading)
         except Refused as exc:
@@ -85,11 +86,22 @@ def grade(self: Task, submission_id: str) -> str:
     return grading.run(context(), app, submission_id)
 
 
+def _deliver(task: Task, args: tuple[Any, ...]) -> None:
+    delivery_id, try_no = args[-2], args[-1]
+    delay = deliveries.attempt(context(), delivery_id, try_no)
+    if delay is not None:
+        raise task.retry(args=[delivery_id, try_no + 1], countdown=delay)
+
+
+@app.task(name=DELIVER_TASK, bind=True, max_retries=None)
+def deliver(self: Task, *args: Any) -> None:
+    """Args ``(delivery_id, try_no)``: a try of a webhook or an LTI score."""
+    _deliver(self, args)
+
+
 @app.task(name=WEBHOOK_TASK, bind=True, max_retries=None)
 def deliver_webhook(self: Task, *args: Any) -> None:
-    """Args ``(delivery_id, try_no)``; ``(submission_id, delivery_id, try_no)`` from before
-    the outbox table is read the same way (a moved delivery kept its id)."""
-    delivery_id, try_no = args[-2], args[-1]
-    delay = webhooks.attempt(context(), delivery_id, try_no)
-    if delay is not None:
-        raise self.retry(args=[delivery_id, try_no + 1], countdown=delay)
+    """The task's name before LTI scores, for messages queued then: ``(delivery_id,
+    try_no)``, or ``(submission_id, delivery_id, try_no)`` from before the outbox table
+    (a moved delivery kept its id)."""
+    _deliver(self, args)

@@ -28,7 +28,7 @@ from judge.report import VerdictReport
 from service import metrics
 from service.backoff import backoff
 from service.models import Submission
-from service.queue import send_webhook
+from service.queue import send_delivery
 from service.submissions import Claim, Stored, claim, heartbeat, retry_later, store
 from workers.context import Context
 
@@ -115,8 +115,9 @@ def _beat(ctx: Context, taken: Claim, stop: threading.Event) -> None:
 
 def _after_store(ctx: Context, celery: Celery, submission_id: str, report: VerdictReport,
                  stored: Stored) -> None:
-    """Metrics, the done notice for long-polls, and the first try of the webhook
-    delivery opened with the report (if that cannot be queued, the sweeper sends it)."""
+    """Metrics, the done notice for long-polls, and the first tries of the deliveries
+    opened with the report, webhook and LTI score (if one cannot be queued, the sweeper
+    sends it)."""
     with ctx.db.session() as s:
         row = s.get(Submission, submission_id)
         assert row is not None
@@ -133,8 +134,8 @@ def _after_store(ctx: Context, celery: Celery, submission_id: str, report: Verdi
         metrics.announce_done(ctx.redis, submission_id)
     except RedisError as exc:
         log.warning("metrics for %s not recorded: %s", submission_id, exc)
-    if stored.delivery is not None:
+    for delivery in stored.opened:
         try:
-            send_webhook(celery, stored.delivery, 0, timeout=ctx.settings.publish_timeout_seconds)
+            send_delivery(celery, delivery, 0, timeout=ctx.settings.publish_timeout_seconds)
         except Exception as exc:  # overdue: the sweeper sends it when the broker is back
-            log.error("webhook for %s not queued: %s", submission_id, exc)
+            log.error("delivery %s of %s not queued: %s", delivery, submission_id, exc)

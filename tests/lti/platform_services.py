@@ -14,6 +14,8 @@
   ``limit`` with a ``Link: <...>; rel="next"`` header (and the body's ``next``).
 - :attr:`PlatformServices.fail_with`: answer every service request with this status
   (503: the platform overloaded); the platform's server itself can be stopped to be down.
+  :attr:`~PlatformServices.lose_answers`: take a score, then answer 502 (a proxy lost
+  the answer); :attr:`~PlatformServices.hold_seconds`: take a score, answer it later.
 
 What it reads from the platform, when a request comes (so they may be set after
 :func:`install`): ``platform.app`` (Flask), ``platform.base`` (its base URL),
@@ -79,6 +81,8 @@ class PlatformServices:
     tokens: list[dict[str, Any]] = field(default_factory=list)  # grants: scope, client id
     token_errors: list[str] = field(default_factory=list)
     fail_with: int | None = None
+    lose_answers: int = 0  # scores taken, then answered 502 (the answer lost on the way)
+    hold_seconds: float = 0.0  # scores taken, then answered this much later
     page_requests: int = 0
     jtis: set[str] = field(default_factory=set)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -332,7 +336,14 @@ def install(platform: Any) -> PlatformServices:
         if SCORE_SCOPE not in services.scopes_of(request.headers.get("Authorization", "")):
             return Response("the token does not grant the score scope", status=401)
         service = _Grades(services, context, lineitem_id)
-        return _answer(service.handle_resp(service.handle_update_score, line_item_id=lineitem_id))
+        answer = _answer(service.handle_resp(service.handle_update_score,
+                                             line_item_id=lineitem_id))
+        if services.hold_seconds:
+            time.sleep(services.hold_seconds)
+        with services.lock:
+            lost = services.lose_answers > 0
+            services.lose_answers -= lost
+        return Response("bad gateway", status=502) if lost else answer
 
     @app.get("/nrps/<context>/memberships")
     def _memberships(context: str) -> Response:

@@ -218,7 +218,7 @@ def test_a_worker_that_dies_after_storing_leaves_the_webhook_to_the_sweeper(
     redis_server.client().delete("webhooks")
     broker = make_celery(make_settings(any_database_url, redis_server.url))
     assert resend_overdue(db, broker, timeout=1, grace=30, resend_after=3600) == 1
-    assert published(redis_server, "webhooks") == [("jaxjudge.deliver_webhook", [opened, 0])]
+    assert published(redis_server, "webhooks") == [("jaxjudge.deliver", [opened, 0])]
 
 
 def test_each_webhook_try_is_made_once_however_many_messages_ask(db: Database) -> None:
@@ -293,7 +293,7 @@ def test_the_sweeper_resends_overdue_webhook_tries_under_the_same_delivery_id(
     redis_server.client().delete("webhooks")
     broker = make_celery(make_settings(any_database_url, redis_server.url))
     assert resend_overdue(db, broker, timeout=1, grace=30, resend_after=3600) == 1
-    assert published(redis_server, "webhooks") == [("jaxjudge.deliver_webhook", [held, 1])]
+    assert published(redis_server, "webhooks") == [("jaxjudge.deliver", [held, 1])]
     # the resent try is not resent again while it waits in the queue
     assert resend_overdue(db, broker, timeout=1, grace=30, resend_after=3600) == 0
     assert claim_try(db, held, 1, lease=25) is not None
