@@ -38,9 +38,10 @@ class Setup:
 
 def make_setup(db: Database, settings: ServiceSettings, platform: Any,
                policy: str = "best", scopes: list[str] | None = None,
-               lineitem: str | None = None) -> Setup:
+               lineitem: str | None = None, roster_page: int = 2) -> Setup:
     """A course of ``platform`` (a TestPlatform; registered with tenant ``course-a`` here
-    unless it was) and an assignment in it with a line item of 2 points."""
+    unless it was) whose roster comes ``roster_page`` members a page, and an assignment
+    in it with a line item of 2 points."""
     services = platform.services
     lineitem = lineitem or services.add_lineitem(CONTEXT, "Exercise", 2)
     with db.session() as s:
@@ -54,7 +55,9 @@ def make_setup(db: Database, settings: ServiceSettings, platform: Any,
             s.add(row)
             s.flush()
         course = upsert_course(s, tenant_id=tenant.id, platform_id=row.id, context_id=CONTEXT,
-                               title="Course", memberships_url=services.memberships_url(CONTEXT))
+                               title="Course",
+                               memberships_url=f"{services.memberships_url(CONTEXT)}"
+                                               f"?limit={roster_page}")
         assignment = upsert_assignment(
             s, course, resource_link_id="rl-1", problem="demo/layout", lineitem_url=lineitem,
             lineitems_url=services.lineitems_url(CONTEXT),
