@@ -21,6 +21,7 @@ proxies back in ``X-Forwarded-For`` (werkzeug's ``ProxyFix``, applied in ``creat
 from __future__ import annotations
 
 import hashlib
+import re
 import time
 
 from flask import Flask, Response, request
@@ -32,6 +33,7 @@ from judge.settings import Settings
 from service.settings import ServiceSettings
 
 SMALL_BODY = 64 << 10
+PAGE_PATH = re.compile(r"^/app/([A-Za-z0-9_-]{43})/")  # a page session's id (web.session)
 KNOWN_KEY = "jaxjudge:known-key:"
 KNOWN_SECONDS = 86400  # how long a key that authenticated stays known
 
@@ -40,8 +42,11 @@ def body_limits(settings: ServiceSettings, judge: Settings) -> dict[str, int]:
     """The largest body per endpoint; others take SMALL_BODY. JSON may escape each byte
     of the code or the metadata as ``\\u00XX`` (6 bytes), and the other fields are small."""
     submit = 6 * (judge.max_code_bytes + settings.max_metadata_bytes) + SMALL_BODY
+    page_submit = max(submit, judge.max_notebook_bytes + SMALL_BODY)  # code or a notebook
     return {"submissions.create_submission": submit,
-            "batches.create_batch": settings.max_request_bytes}
+            "batches.create_batch": settings.max_request_bytes,
+            "student.submit_code": page_submit,
+            "instructor.upload_batch": settings.max_request_bytes}
 
 
 def presented_key() -> str | None:
@@ -59,9 +64,13 @@ def client_address() -> str:
 
 
 def rate_key() -> str:
-    """Per API key (a hash of it), else per client address."""
+    """Per API key (a hash of it), per page session (a hash of its id: a class behind
+    one address is many sessions), else per client address."""
     key = presented_key()
-    return "key:" + key_hash(key) if key is not None else client_address()
+    if key is not None:
+        return "key:" + key_hash(key)
+    page = PAGE_PATH.match(request.path)
+    return "page:" + key_hash(page.group(1)) if page else client_address()
 
 
 class KnownKeys:

@@ -21,7 +21,7 @@ from sqlalchemy.orm import defer
 from api.app import services
 from api.auth import require
 from api.errors import ApiError
-from api.longpoll import POLL_SECONDS, RECHECK_SECONDS
+from api.longpoll import wait_until
 from api.spec import operation, parse_json, parse_query
 from service.models import Role, Status, Submission
 from service.queue import INTERACTIVE
@@ -71,15 +71,8 @@ def wait_done(row: Submission, seconds: float) -> Submission:
         if not granted:
             g.wait_skipped = True
             return row
-        with svc.notices.watch(row.id) as woken:
-            while True:
-                row = load(row.id)
-                left = deadline - time.monotonic()
-                if row.status == Status.DONE or left <= 0:
-                    return row
-                woken.wait(min(left, RECHECK_SECONDS if svc.notices.connected
-                               else POLL_SECONDS))
-                woken.clear()
+        return wait_until(svc.notices, row.id, deadline - time.monotonic(),
+                          lambda: load(row.id), lambda r: r.status == Status.DONE)
 
 
 @bp.after_request

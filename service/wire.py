@@ -236,3 +236,22 @@ def submission_out(row: Submission, with_report: bool = True) -> SubmissionOut:
         finished_at=row.finished_at,
         report=row.report if with_report and row.status == "done" else None,  # type: ignore[arg-type]
     )
+
+# Launch links.
+
+class LaunchLinkCreate(_In):
+    problem: str = Field(min_length=1, max_length=200, examples=["demo/layout"])
+    student_id: str = Field(pattern=STUDENT_ID, description="Who the page is for: their "
+                            "submissions are filed under this id.")
+    name: str = Field(default="", max_length=300, description="Shown on the page.")
+    course: str | None = Field(
+        default=None, min_length=1, max_length=255, description="The course (made "
+        "without an LMS) the assignment is in; default: \"default\". An instructor "
+        "signed in with a key sees it, its gradebook and exports.")
+    expires_in: int = Field(default=300, gt=0, description="Seconds the link stays "
+                            "usable (at most launch_link_max_seconds).")
+
+
+class LaunchLinkOut(_Out):
+    url: str = Field(description="Open once, in the student's browser: /launch/<token>.")
+    expires_at: datetime
