@@ -67,6 +67,7 @@ class Stack:
     db: Database
     folder: Path
     redis: RedisServer
+    worker: Worker
     platform: Any = None  # the test LMS (tests.lti.platform.TestPlatform), once it exists
     keys: dict[str, str] = field(default_factory=dict)  # API keys of TENANT by role
 
@@ -121,13 +122,14 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         keys = {role: create_key(s, TENANT, role) for role in ("client", "instructor")}
     started: list[Any] = []
     try:
-        started.append(Worker(env, folder / "worker.log", "-Q", _grading_queues(),
-                              "--concurrency", "1"))
+        worker = Worker(env, folder / "worker.log", "-Q", _grading_queues(),
+                        "--concurrency", "1")
+        started.append(worker)
         started.append(Sweeper(env, folder / "sweeper.log"))
         started.append(Gunicorn(env, folder / "gunicorn.log", port=port))
         wait_ready(settings)
         found = Stack(base=base, settings=settings, judge=judge, db=db, folder=folder,
-                      redis=redis, keys=keys)
+                      redis=redis, worker=worker, keys=keys)
         found.platform = _platform(found, started)
         yield found
     finally:
@@ -171,9 +173,13 @@ def chromium_options(size: tuple[int, int] = WIDE, downloads: Path | None = None
     return options
 
 
-def start_chromium(options: webdriver.ChromeOptions) -> WebDriver:
+def start_chromium(options: webdriver.ChromeOptions, size: tuple[int, int] = WIDE) -> WebDriver:
+    """Chromium whose viewport (not window) is ``size``."""
     driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
     driver.set_page_load_timeout(60)
+    inner = driver.execute_script("return [window.innerWidth, window.innerHeight]")
+    if tuple(inner) != size:
+        driver.set_window_size(2 * size[0] - inner[0], 2 * size[1] - inner[1])
     return driver
 
 
@@ -216,20 +222,30 @@ Shoot = Callable[..., Path]
 
 @pytest.fixture
 def shoot(request: pytest.FixtureRequest) -> Shoot:
-    """``shoot(driver, page, phone=True)``: the viewport as
-    ``var/screenshots/<test>-<page>.png``; with ``phone``, also at 390x844 (then back),
-    checking that nothing is wider than the phone. ``JAXJUDGE_DOCS_SCREENSHOTS=1`` copies
+    """``shoot(driver, page, phone=True, at=None)``: the viewport (scrolled to the
+    element of id ``at``) as ``var/screenshots/<test>-<page>.png``; with ``phone``, also
+    at 390x844 (then back), checking that nothing is wider than the phone. ``JAXJUDGE_DOCS_SCREENSHOTS=1`` copies
     them to ``docs/screenshots/<page>.png``."""
     test = _test_name(request)
 
-    def take(driver: WebDriver, page: str, phone: bool = True) -> Path:
+    def take(driver: WebDriver, page: str, phone: bool = True, at: str | None = None) -> Path:
         SHOTS.mkdir(parents=True, exist_ok=True)
+        show = (f"document.getElementById({at!r}).scrollIntoView({{block: 'start'}})"
+                if at else "")
+        if show:
+            driver.execute_script(show)
         wide = SHOTS / f"{test}-{page}.png"
         driver.save_screenshot(str(wide))
         taken = [(wide, f"{page}.png")]
         if phone:
             narrow = SHOTS / f"{test}-{page}-phone.png"
-            width = phone_width(driver, lambda: driver.save_screenshot(str(narrow)))
+
+            def phone_shot() -> None:
+                if show:
+                    driver.execute_script(show)
+                driver.save_screenshot(str(narrow))
+
+            width = phone_width(driver, phone_shot)
             taken.append((narrow, f"{page}-phone.png"))
             assert width <= PHONE[0], f"{page} is {width} px wide at phone width"
         if os.environ.get("JAXJUDGE_DOCS_SCREENSHOTS") == "1":
