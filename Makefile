@@ -5,13 +5,19 @@ BIN    := $(VENV)/bin
 
 .PHONY: install engine sandbox-image services lint test screenshots test-fast verify bench up down clean
 
-install: $(BIN)/jaxjudge
+install: $(BIN)/jaxjudge web/static/dist/editor.js
 
 $(BIN)/jaxjudge: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
 	@touch $@
+
+# The pages' code editor (CodeMirror 6), from the npm registry as pinned in the lockfile,
+# bundled by esbuild (web/static/dist is not in the repository).
+web/static/dist/editor.js: frontend/package.json frontend/package-lock.json frontend/src/editor.js
+	@command -v npm >/dev/null || apt-get install -y -q nodejs npm
+	cd frontend && npm ci --no-audit --no-fund && npm run build
 
 engine:
 	bash docker/engine.sh
@@ -57,4 +63,4 @@ bench: install
 	$(BIN)/python bench/service.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache var
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache var frontend/node_modules web/static/dist

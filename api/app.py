@@ -42,7 +42,8 @@ def services() -> Services:
 
 def create_app(settings: ServiceSettings | None = None,
                judge_settings: Settings | None = None) -> Flask:
-    from api import batches, docs, errors, health, problems, submissions
+    import web
+    from api import batches, docs, errors, health, launch_links, problems, submissions
 
     # A bad JAXJUDGE_* value: one line, and status 3, gunicorn's "worker failed to boot",
     # on which its master stops instead of starting the worker again and again.
@@ -70,17 +71,19 @@ def create_app(settings: ServiceSettings | None = None,
     )
     limit_bodies(app, body_limits(settings, judge_settings))
     errors.register(app)
-    for module in (problems, submissions, batches, health, docs):
+    for module in (problems, submissions, batches, launch_links, health, docs):
         app.register_blueprint(module.bp)
+    web.register(app, settings, redis)  # the pages (their own error pages and headers)
     from lti import views as lti_views  # LTI 1.3 endpoints (/lti/...) and the picker
 
     app.register_blueprint(lti_views.bp)
     if settings.submit_rate_limit:
-        for name in ("submissions.create_submission", "batches.create_batch"):
+        for name in ("submissions.create_submission", "batches.create_batch",
+                     "student.submit_code", "instructor.upload_batch"):
             limited = limiter.limit(settings.submit_rate_limit)(app.view_functions[name])
             app.view_functions[name] = limited  # type: ignore[assignment]
     for name in ("health.healthz", "health.readyz", "health.metrics", "docs.openapi_json",
-                 "docs.browse"):
+                 "docs.browse", "web.static", "web.highlight_css"):
         limiter.exempt(app.view_functions[name])
     app.config["JAXJUDGE_VERSION"] = __version__
     return app

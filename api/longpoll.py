@@ -31,7 +31,8 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 from redis import Redis
 from redis.exceptions import RedisError
@@ -43,6 +44,7 @@ RECHECK_SECONDS = 10.0  # a waiter re-reads the database this often even without
 POLL_SECONDS = 0.5  # ... and this often while the subscription is down
 IDLE_SECONDS = 30.0  # a listener without waiters for this long stops (the next wait restarts it)
 WAITS_KEY = "jaxjudge:waits:"
+R = TypeVar("R")
 
 
 class Notices:
@@ -131,6 +133,23 @@ class Notices:
                     pubsub.close()
 
 
+def wait_until(notices: Notices, submission_id: str, seconds: float,
+               read: Callable[[], R], done: Callable[[R], bool]) -> R:
+    """``read()`` again whenever a notice for ``submission_id`` arrives (and every
+    RECHECK_SECONDS, or POLL_SECONDS while notices are down) until ``done`` says so or
+    ``seconds`` have passed; the last value read. The REST API's ``?wait=`` and the
+    pages' live status both wait this way."""
+    deadline = time.monotonic() + seconds
+    with notices.watch(submission_id) as woken:
+        while True:
+            value = read()
+            left = deadline - time.monotonic()
+            if done(value) or left <= 0:
+                return value
+            woken.wait(min(left, RECHECK_SECONDS if notices.connected else POLL_SECONDS))
+            woken.clear()
+
+
 # Drop expired entries, then take a slot if fewer than the limit are held.
 _TAKE = """
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
@@ -149,11 +168,12 @@ class WaitSlots:
         self.ttl = int(longest) + 60  # longer than any entry lives
         self._take = redis.register_script(_TAKE)
         self._lock = threading.Lock()
-        self._local: Counter[int] = Counter()  # while Redis is away
+        self._local: Counter[int | str] = Counter()  # while Redis is away
 
     @contextlib.contextmanager
-    def slot(self, key_id: int, seconds: float) -> Iterator[bool]:
-        """Whether the key may wait ``seconds`` now; the slot is held until the block ends."""
+    def slot(self, key_id: int | str, seconds: float) -> Iterator[bool]:
+        """Whether the key (an API key's id, or a page session's own name) may wait
+        ``seconds`` now; the slot is held until the block ends."""
         name, token, now = f"{WAITS_KEY}{key_id}", uuid.uuid4().hex, time.time()
         shared = True
         try:

@@ -139,6 +139,12 @@ class ServiceSettings(BaseSettings):
     web_session_seconds: int = Field(
         default=8 * 3600, gt=0, description="A page session ends after this long unused."
     )
+    web_frame_ancestors: list[str] = Field(
+        default_factory=lambda: ["*"], description="Who may show the pages in a frame "
+        "(the Content-Security-Policy's frame-ancestors): the LMS origins "
+        "(https://moodle.example.edu), or * for any https/http page. JSON list in the "
+        "environment."
+    )
     launch_link_max_seconds: int = Field(
         default=3600, gt=0, description="Longest life a launch link (POST "
         "/v1/launch-links) may ask for."

@@ -1,0 +1,306 @@
+"""The instructor pages: the tenant's courses (signed in with a key), a course's
+assignments with their counts, an assignment's gradebook (every member of the roster,
+fetched again from the LMS when it is older than ``lti_roster_max_age_seconds``, and
+everyone who submitted; sortable and filterable with query parameters), one student's
+submissions with their code and full report, rejudging, the exports (CSV, Gradescope
+``results.json``) and class uploads (a zip of ``<student_id>.py`` files) with their
+progress."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+from flask import Blueprint, Response, jsonify, redirect, render_template, request, url_for
+from flask.typing import ResponseReturnValue
+from sqlalchemy import select
+
+from api.app import services
+from judge.errors import ProblemNotFound, SubmissionRejected, UsageError
+from service.exports import gradescope_results, results_csv
+from service.launch_links import course_page_assignment
+from service.models import Status, Submission
+from service.pages import (
+    SORTS,
+    assignments,
+    courses,
+    export_rows,
+    gradebook,
+    roster_stale,
+    set_policy,
+    submissions_with_reports,
+)
+from service.queue import BATCH, INTERACTIVE
+from service.submissions import dispatch, rejudge
+from service.submitting import (
+    Refused,
+    batch_progress,
+    find_batch,
+    submit_batch,
+    zip_entries,
+)
+from service.wire import BatchCreate, submission_out
+from web.access import (
+    PageError,
+    course_for,
+    http_error,
+    instructor,
+    not_found,
+    own_submission,
+    taught_assignment,
+)
+
+bp = Blueprint("instructor", __name__, template_folder="templates")
+log = logging.getLogger(__name__)
+VERDICTS = ("accepted", "wrong_answer", "runtime_error", "time_limit_exceeded",
+            "memory_limit_exceeded", "output_limit_exceeded", "compile_error",
+            "internal_error", "none")
+
+
+bp.register_error_handler(Exception, http_error)
+
+
+@bp.get("/app/<sid>/courses")
+def courses_page() -> ResponseReturnValue:
+    """Every course of the tenant (key sign-in); an LTI instructor goes to their course."""
+    who = instructor()
+    if who.via != "key":
+        if who.course_id is None:
+            not_found("course")
+        return redirect(url_for("instructor.course", course_id=who.course_id), 303)
+    with services().db.session() as s:
+        found = courses(s, who.tenant_id)
+    problems, _ = services().catalog.scan()
+    return render_template("instructor/courses.html", who=who, courses=found,
+                           problems=problems)
+
+
+@bp.post("/app/<sid>/courses")
+def new_assignment() -> ResponseReturnValue:
+    """A course page of one problem (made without an LMS), for key sign-ins."""
+    who = instructor()
+    if who.via != "key":
+        raise PageError(403, "Courses come from your LMS", "Add assignments in your "
+                        "course on the LMS (deep linking).")
+    title = " ".join(request.form.get("course", "").split())[:200]
+    problem = request.form.get("problem", "")
+    if not title:
+        raise PageError(422, "A course needs a name", "Give the course a name.")
+    try:
+        services().catalog.get(problem)
+    except ProblemNotFound as exc:
+        raise PageError(422, "Unknown problem", str(exc)) from None
+    with services().db.session() as s:
+        course, _ = course_page_assignment(s, who.tenant_id, title, problem, title)
+        course_id = course.id
+    return redirect(url_for("instructor.course", course_id=course_id), 303)
+
+
+@bp.get("/app/<sid>/courses/<int:course_id>")
+def course(course_id: int) -> str:
+    who = instructor()
+    with services().db.session() as s:
+        found = course_for(s, who, course_id)
+        rows = assignments(s, found)
+        summary = courses(s, who.tenant_id, only=found.id)[0]
+    problems, _ = services().catalog.scan() if found.platform_id is None else ([], {})
+    return render_template("instructor/course.html", who=who, course=found,
+                           summary=summary, assignments=rows, problems=problems)
+
+
+def _sync_roster(course_id: int) -> str:
+    """Fetch the course's roster from its LMS when it is stale; the error to show, if
+    any (never an exception: the gradebook shows what it has)."""
+    svc = services()
+    with svc.db.session() as s:
+        found = course_for(s, instructor(), course_id)
+        stale = roster_stale(s, found, svc.settings.lti_roster_max_age_seconds)
+    if not stale:
+        return ""
+    try:
+        from lti.nrps import sync_course
+
+        result = sync_course(svc.db, svc.settings, course_id, svc.redis)
+    except Exception as exc:  # the LMS or the network: show it, serve the gradebook
+        log.warning("roster of course %s not synced: %s", course_id, exc)
+        return f"The roster could not be read from the LMS ({type(exc).__name__})."
+    return "" if result.ok else f"The roster could not be read from the LMS: {result.error}"
+
+
+@bp.get("/app/<sid>/assignments/<assignment_id>/gradebook")
+def gradebook_page(assignment_id: str) -> str:
+    who = instructor()
+    with services().db.session() as s:
+        found = taught_assignment(s, who, assignment_id)
+        course_id = found.course_id
+    roster_error = _sync_roster(course_id)
+    sort = request.args.get("sort", "name")
+    sort = sort if sort in SORTS else "name"
+    descending = request.args.get("dir") == "desc"
+    search = request.args.get("q", "").strip()[:200]
+    verdict = request.args.get("verdict", "")
+    verdict = verdict if verdict in VERDICTS else ""
+    with services().db.session() as s:
+        found = taught_assignment(s, who, assignment_id)
+        course = course_for(s, who, found.course_id)
+        rows = gradebook(s, found, sort=sort, descending=descending, search=search,
+                         verdict=verdict)
+        total = len(gradebook(s, found)) if search or verdict else len(rows)
+    return render_template("instructor/gradebook.html", who=who, assignment=found,
+                           course=course, rows=rows, total=total, sort=sort,
+                           descending=descending, search=search, verdict=verdict,
+                           verdicts=VERDICTS, roster_error=roster_error)
+
+
+@bp.post("/app/<sid>/assignments/<assignment_id>/policy")
+def policy(assignment_id: str) -> ResponseReturnValue:
+    who = instructor()
+    chosen = request.form.get("policy", "")
+    if chosen not in ("best", "latest"):
+        raise PageError(422, "Unknown policy", "The grade is the best or the latest score.")
+    with services().db.session() as s:
+        set_policy(s, taught_assignment(s, who, assignment_id),
+                   "best" if chosen == "best" else "latest")
+    return redirect(url_for("instructor.gradebook_page", assignment_id=assignment_id), 303)
+
+
+@bp.get("/app/<sid>/assignments/<assignment_id>/student")
+def student(assignment_id: str) -> str:
+    """One student's submissions to the assignment, with code and full report."""
+    who = instructor()
+    user = request.args.get("user", "")
+    with services().db.session() as s:
+        found = taught_assignment(s, who, assignment_id)
+        rows = submissions_with_reports(s, found.id, user)
+        shown = [(submission_out(r), r.code) for r in rows]
+    return render_template("instructor/student.html", who=who, assignment=found,
+                           user=user, submissions=shown)
+
+
+def _requeue(where: Any, queue: str) -> int:
+    svc = services()
+    with svc.db.session() as s:
+        ids = rejudge(s, where)
+    dispatch(svc.db, svc.celery, [(i, queue) for i in ids],
+             timeout=svc.settings.publish_timeout_seconds)
+    return len(ids)
+
+
+@bp.post("/app/<sid>/submissions/<submission_id>/rejudge")
+def rejudge_one(submission_id: str) -> ResponseReturnValue:
+    who = instructor()
+    with services().db.session() as s:
+        row = own_submission(s, who, submission_id)
+        student_id, assignment_id = row.student_id, row.assignment_id
+    _requeue((Submission.id == submission_id) & (Submission.tenant_id == who.tenant_id),
+             INTERACTIVE)
+    return redirect(url_for("instructor.student", assignment_id=assignment_id,
+                            user=student_id or ""), 303)
+
+
+@bp.post("/app/<sid>/assignments/<assignment_id>/rejudge")
+def rejudge_all(assignment_id: str) -> ResponseReturnValue:
+    who = instructor()
+    with services().db.session() as s:
+        found = taught_assignment(s, who, assignment_id)
+    _requeue((Submission.assignment_id == found.id) & (Submission.tenant_id == who.tenant_id),
+             BATCH)
+    return redirect(url_for("instructor.gradebook_page", assignment_id=assignment_id), 303)
+
+
+def _download(body: Iterator[str], mimetype: str, filename: str) -> Response:
+    return Response(body, mimetype=mimetype, headers={
+        "Content-Disposition": f'attachment; filename="{filename}"'})
+
+
+@bp.get("/app/<sid>/assignments/<assignment_id>/export.csv")
+def export_csv(assignment_id: str) -> ResponseReturnValue:
+    """The gradebook's graded row per student (the assignment's policy) as CSV."""
+    who = instructor()
+    with services().db.session() as s:
+        found = taught_assignment(s, who, assignment_id)
+    pages = export_rows(services().db, found)
+
+    def body() -> Iterator[str]:
+        yield results_csv([])
+        for page in pages:
+            yield results_csv(page, header=False)
+
+    return _download(body(), "text/csv", f"assignment-{found.id}.csv")
+
+
+@bp.get("/app/<sid>/assignments/<assignment_id>/gradescope.json")
+def export_gradescope(assignment_id: str) -> ResponseReturnValue:
+    """Gradescope's ``results.json`` per student, by student id."""
+    who = instructor()
+    with services().db.session() as s:
+        found = taught_assignment(s, who, assignment_id)
+    documents = {row.student_id: gradescope_results(row.report, row.status)
+                 for page in export_rows(services().db, found) for row in page}
+    return _download(iter([json.dumps(documents)]), "application/json",
+                     f"assignment-{found.id}-gradescope.json")
+
+
+@bp.get("/app/<sid>/assignments/<assignment_id>/batches")
+def batch_form(assignment_id: str) -> str:
+    who = instructor()
+    with services().db.session() as s:
+        found = taught_assignment(s, who, assignment_id)
+    return render_template("instructor/batch_new.html", who=who, assignment=found, error="")
+
+
+@bp.post("/app/<sid>/assignments/<assignment_id>/batches")
+def upload_batch(assignment_id: str) -> ResponseReturnValue:
+    """A class upload: every ``<student_id>.py`` of the zip becomes a submission to the
+    assignment (all or nothing), graded on the batch queue."""
+    who = instructor()
+    svc = services()
+    with svc.db.session() as s:
+        found = taught_assignment(s, who, assignment_id)
+    upload = request.files.get("archive")
+    try:
+        if upload is None or not upload.filename:
+            raise Refused(422, "No file", "choose a zip file of <student_id>.py files")
+        entries = zip_entries(svc, upload.read(svc.settings.max_request_bytes + 1))
+        body = BatchCreate(problem=found.problem, submissions=entries,
+                           name=request.form.get("name", "")[:200])
+        batch_id = submit_batch(svc, who.tenant_id, body, assignment_id=found.id)
+    except (Refused, SubmissionRejected, UsageError) as exc:
+        status = exc.status if isinstance(exc, Refused) else 422
+        message = exc.detail if isinstance(exc, Refused) else str(exc)
+        return render_template("instructor/batch_new.html", who=who, assignment=found,
+                               error=message), status
+    return redirect(url_for("instructor.batch", assignment_id=found.id,
+                            batch_id=batch_id), 303)
+
+
+def _batch_or_404(assignment_id: str, batch_id: str) -> Any:
+    who = instructor()
+    svc = services()
+    with svc.db.session() as s:
+        found = taught_assignment(s, who, assignment_id)
+        batch = find_batch(s, who.tenant_id, batch_id)
+        if batch is None or s.scalar(select(Submission.assignment_id).where(
+                Submission.batch_id == batch.id).limit(1)) != found.id:
+            not_found("batch")
+    progress = batch_progress(svc.db, who.tenant_id, batch_id)
+    if progress is None:
+        not_found("batch")
+    return who, found, progress
+
+
+@bp.get("/app/<sid>/assignments/<assignment_id>/batches/<batch_id>")
+def batch(assignment_id: str, batch_id: str) -> str:
+    who, found, progress = _batch_or_404(assignment_id, batch_id)
+    return render_template("instructor/batch.html", who=who, assignment=found,
+                           batch=progress)
+
+
+@bp.get("/app/<sid>/assignments/<assignment_id>/batches/<batch_id>/progress")
+def batch_progress_json(assignment_id: str, batch_id: str) -> ResponseReturnValue:
+    _, _, progress = _batch_or_404(assignment_id, batch_id)
+    return jsonify({"total": progress.total, "counts": progress.counts,
+                    "verdicts": progress.verdicts, "done": progress.done,
+                    "graded": progress.counts.get(Status.DONE, 0)})

@@ -1,0 +1,80 @@
+// The pages' own script (no third-party code): the live status of a submission on the
+// student page (long-polling the page's status endpoint) and a class upload's progress.
+// Everything works without it: the pages then show a "Refresh" link.
+(function () {
+  "use strict";
+
+  function swap(id, html) {
+    const old = document.getElementById(id);
+    if (!old || !html) return;
+    const box = document.createElement("div");
+    box.innerHTML = html;  // rendered by the judge's templates (escaped there)
+    const fresh = box.firstElementChild;
+    if (fresh) old.replaceWith(fresh);
+  }
+
+  function watchSubmission(el) {
+    const url = el.dataset.statusUrl;
+    const text = document.getElementById("status-text");
+    let failures = 0;
+    function again(delay) { window.setTimeout(poll, delay); }
+    function poll() {
+      fetch(url + "?wait=25", {headers: {"Accept": "application/json"}, cache: "no-store"})
+        .then((r) => {
+          if (r.status === 401 || r.status === 403 || r.status === 404) throw new Error("stop");
+          if (!r.ok) throw new Error("retry");
+          return r.json();
+        })
+        .then((body) => {
+          failures = 0;
+          el.dataset.status = body.status;
+          if (text) text.textContent = body.status;
+          if (body.done) {
+            swap("result", body.result_html);
+            swap("lms-grade-section", body.score_html);
+            swap("history", body.history_html);
+          } else {
+            again(0);
+          }
+        })
+        .catch((err) => {
+          if (err.message === "stop") return;
+          failures += 1;
+          again(Math.min(30000, 1000 * 2 ** failures));
+        });
+    }
+    poll();
+  }
+
+  function watchBatch(el) {
+    const url = el.dataset.progressUrl;
+    function poll() {
+      fetch(url, {headers: {"Accept": "application/json"}, cache: "no-store"})
+        .then((r) => (r.ok ? r.json() : Promise.reject(new Error(String(r.status)))))
+        .then((body) => {
+          const bar = document.getElementById("batch-bar");
+          if (bar) bar.value = body.graded;
+          for (const [id, value] of [["batch-graded", body.graded],
+            ["batch-running", body.counts.running], ["batch-queued", body.counts.queued]]) {
+            const node = document.getElementById(id);
+            if (node) node.textContent = String(value);
+          }
+          if (body.done) window.location.reload();
+          else window.setTimeout(poll, 2000);
+        })
+        .catch(() => window.setTimeout(poll, 5000));
+    }
+    poll();
+  }
+
+  document.addEventListener("DOMContentLoaded", () => {
+    const status = document.getElementById("submission-status");
+    if (status && status.dataset.statusUrl && status.dataset.status !== "done") {
+      const note = document.getElementById("waiting-note");
+      if (note) note.textContent = "Grading… the verdict appears here by itself.";
+      watchSubmission(status);
+    }
+    const batch = document.getElementById("batch-progress");
+    if (batch && batch.dataset.progressUrl) watchBatch(batch);
+  });
+})();
