@@ -1,5 +1,6 @@
 """Fixtures of the service tests, built on each other:
-servers -> database url -> settings -> app -> client -> keys; and worker processes."""
+servers -> database url -> settings -> app -> client -> keys; and worker and sweeper
+processes."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
-from servers import PostgresServer, RedisServer, Worker, service_env, wait_for
+from servers import PostgresServer, RedisServer, Sweeper, Worker, service_env, wait_for
 
 from judge.settings import Settings
 from service import metrics
@@ -143,6 +144,23 @@ def start_worker(service_settings: ServiceSettings, judge_settings: Settings,
     yield start
     for worker in started:
         worker.stop()
+
+
+@pytest.fixture
+def start_sweeper(service_settings: ServiceSettings, judge_settings: Settings,
+                  tmp_path: Path) -> Iterator[Callable[..., Sweeper]]:
+    """Start sweeper processes with the test's settings; all are stopped afterwards."""
+    started: list[Sweeper] = []
+
+    def start(**overrides: Any) -> Sweeper:
+        values = {**service_settings.model_dump(), **judge_settings.model_dump(), **overrides}
+        sweeper = Sweeper(service_env(values), tmp_path / f"sweeper{len(started)}.log")
+        started.append(sweeper)
+        return sweeper
+
+    yield start
+    for sweeper in started:
+        sweeper.stop()
 
 
 def wait_ready(settings: ServiceSettings, timeout: float = 90) -> None:
