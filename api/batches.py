@@ -35,7 +35,8 @@ MULTIPART = {
             "name": {"type": "string"},
             "callback_url": {"type": "string"},
             "archive": {"type": "string", "contentMediaType": "application/zip",
-                        "description": "A zip of <student_id>.py files."},
+                        "description": "A zip of <student_id>.py files and "
+                        "<student_id>.ipynb notebooks."},
         },
     }},
 }
@@ -72,7 +73,8 @@ def _progress(batch_id: str) -> BatchOut:
 
 
 @bp.post("/v1/batches")
-@operation("Grade a whole class: a zip of <student_id>.py files or a JSON list",
+@operation("Grade a whole class: a zip of <student_id>.py files (or .ipynb notebooks) "
+           "or a JSON list",
            tag="batches", body=BatchCreate, body_alternatives=MULTIPART,
            responses={202: BatchOut})
 @require(Role.INSTRUCTOR)

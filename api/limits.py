@@ -40,8 +40,10 @@ KNOWN_SECONDS = 86400  # how long a key that authenticated stays known
 
 def body_limits(settings: ServiceSettings, judge: Settings) -> dict[str, int]:
     """The largest body per endpoint; others take SMALL_BODY. JSON may escape each byte
-    of the code or the metadata as ``\\u00XX`` (6 bytes), and the other fields are small."""
-    submit = 6 * (judge.max_code_bytes + settings.max_metadata_bytes) + SMALL_BODY
+    of the code or the metadata as ``\\u00XX`` (6 bytes), and the other fields are small;
+    a notebook (a JSON object, or its text in a string) gets twice its own limit."""
+    submit = (max(6 * judge.max_code_bytes, 2 * judge.max_notebook_bytes)
+              + 6 * settings.max_metadata_bytes + SMALL_BODY)
     page_submit = max(submit, judge.max_notebook_bytes + SMALL_BODY)  # code or a notebook
     return {"submissions.create_submission": submit,
             "batches.create_batch": settings.max_request_bytes,

@@ -26,7 +26,7 @@ from api.spec import operation, parse_json, parse_query
 from service.models import Role, Status, Submission
 from service.queue import INTERACTIVE
 from service.submissions import dispatch, rejudge
-from service.submitting import WITHOUT_CODE, NewSubmission, fingerprint, submit
+from service.submitting import WITHOUT_CODE, NewSubmission, checked_source, fingerprint, submit
 from service.wire import (
     SubmissionCreate,
     SubmissionOut,
@@ -111,7 +111,8 @@ def _answer(row: Submission, replayed: bool = False) -> tuple[Any, int, dict[str
 
 @bp.post("/v1/submissions")
 @operation(
-    "Submit code for grading", tag="submissions", body=SubmissionCreate, query=WaitQuery,
+    "Submit code (or a Jupyter notebook) for grading", tag="submissions",
+    body=SubmissionCreate, query=WaitQuery,
     responses={202: ("Stored and queued; poll the Location", SubmissionOut, "application/json"),
                200: ("Already graded (with ?wait=, or an idempotent replay)", SubmissionOut,
                      "application/json")},
@@ -123,10 +124,13 @@ def create_submission() -> Any:
     key = _idempotency_key()
     wait = parse_query(WaitQuery).wait
     body = parse_json(SubmissionCreate)
+    seen = fingerprint(body.model_dump(mode="json"))
+    source = checked_source(services(), body.code, body.notebook)  # a notebook's code, notes
     row, replayed = submit(services(), NewSubmission(
-        tenant_id=g.tenant_id, problem=body.problem, code=body.code,
-        student_id=body.student_id, callback_url=body.callback_url, metadata=body.metadata,
-        idempotency_key=key, fingerprint=fingerprint(body.model_dump(mode="json"))))
+        tenant_id=g.tenant_id, problem=body.problem, code=source.code,
+        source_notes=source.notes, student_id=body.student_id,
+        callback_url=body.callback_url, metadata=body.metadata,
+        idempotency_key=key, fingerprint=seen))
     return _answer(wait_done(row, wait), replayed=replayed)
 
 

@@ -1,4 +1,5 @@
-"""Reading an instructor's class upload: a zip archive of ``<student_id>.py`` files.
+"""Reading an instructor's class upload: a zip archive of ``<student_id>.py`` files and
+``<student_id>.ipynb`` notebooks.
 
 The archive is treated as hostile. The rules, roughly in the order they are checked:
 
@@ -9,19 +10,24 @@ The archive is treated as hostile. The rules, roughly in the order they are chec
   ``..`` component (it would escape the archive) or an empty or ``.`` component.
 * Every other entry is a regular file (no symlink, device or FIFO, judged by the unix mode
   in ``external_attr >> 16``) and not encrypted.
-* Entries are ``<student_id>.py`` either all at the top level or all inside one common
-  top-level folder (a zipped folder); nested folders and other suffixes are refused.
-* A student id (the name without ``.py``) matches ``^[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}$``
-  and is unique, also case-insensitively.
+* Entries are ``<student_id>.py`` or ``<student_id>.ipynb`` (a Jupyter notebook), either
+  all at the top level or all inside one common top-level folder (a zipped folder);
+  nested folders and other suffixes are refused.
+* A student id (the name without its suffix) matches
+  ``^[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}$`` and is unique, also case-insensitively (so one
+  student sends a ``.py`` or a ``.ipynb``, not both).
 * There is at least one file and at most ``max_files``.
-* No file is over ``max_file_bytes`` and all files together are not over ``max_total_bytes``.
+* No ``.py`` file is over ``max_file_bytes``, no notebook over ``max_notebook_bytes``
+  (outputs make notebooks larger than their code), and all files together are not over
+  ``max_total_bytes``.
   The declared sizes are checked first, but never trusted alone: every member is read
   through a bounded read (at most limit + 1 bytes), so a lying header cannot expand past
   the limits.
 * A member over 1 MiB may not compress better than 200:1 (zip bombs).
 
 Every violation raises ``SubmissionRejected`` with a one-line message naming the entry.
-The bytes are returned as they are; decoding them is the caller's job.
+The bytes are returned as they are; decoding them (and reading a notebook's code:
+``judge.notebook``) is the caller's job.
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ import re
 import stat
 import zipfile
 import zlib
-from typing import NoReturn
+from typing import NamedTuple, NoReturn
 
 from judge.errors import SubmissionRejected
 
@@ -40,10 +46,23 @@ STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}")
 RATIO_FLOOR = 1 << 20  # members up to this size may compress as well as they like
 MAX_RATIO = 200
 _ENCRYPTED = 0x1
+SUFFIXES = (".py", ".ipynb")
 _READ_ERRORS = (
     zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, ValueError,
     NotImplementedError, RuntimeError, zlib.error, lzma.LZMAError,
 )
+
+
+class Member(NamedTuple):
+    """A file of the archive: whose it is, its bytes, and whether it is a notebook."""
+
+    student_id: str
+    data: bytes
+    notebook: bool = False
+
+    @property
+    def filename(self) -> str:
+        return self.student_id + (".ipynb" if self.notebook else ".py")
 
 
 def _reject(message: str) -> NoReturn:
@@ -60,9 +79,11 @@ def _why(exc: Exception) -> str:
 
 
 def read_batch_zip(
-    data: bytes, *, max_files: int, max_total_bytes: int, max_file_bytes: int
-) -> list[tuple[str, bytes]]:
-    """The (student_id, file bytes) pairs of a class upload, in archive order."""
+    data: bytes, *, max_files: int, max_total_bytes: int, max_file_bytes: int,
+    max_notebook_bytes: int | None = None,
+) -> list[Member]:
+    """The files of a class upload, in archive order. ``max_notebook_bytes`` (default
+    ``max_file_bytes``) bounds each ``.ipynb`` file."""
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
     except _READ_ERRORS as exc:
@@ -70,21 +91,30 @@ def read_batch_zip(
     with archive:
         members = _select(archive.infolist())
         if not members:
-            _reject("contains no <student_id>.py files")
+            _reject("contains no <student_id>.py or <student_id>.ipynb files")
         if len(members) > max_files:
             _reject(f"has {len(members)} files, more than the limit of {max_files}")
+        per_notebook = max_file_bytes if max_notebook_bytes is None else max_notebook_bytes
+
+        def most(info: zipfile.ZipInfo) -> int:
+            return per_notebook if _notebook(info) else max_file_bytes
+
         declared = 0
         for _, info in members:
             declared += info.file_size
-            _check_sizes(info, info.file_size, declared, max_file_bytes, max_total_bytes)
-        result: list[tuple[str, bytes]] = []
+            _check_sizes(info, info.file_size, declared, most(info), max_total_bytes)
+        result: list[Member] = []
         total = 0
         for student_id, info in members:
-            content = _read(archive, info, min(max_file_bytes, max_total_bytes - total))
+            content = _read(archive, info, min(most(info), max_total_bytes - total))
             total += len(content)
-            _check_sizes(info, len(content), total, max_file_bytes, max_total_bytes)
-            result.append((student_id, content))
+            _check_sizes(info, len(content), total, most(info), max_total_bytes)
+            result.append(Member(student_id, content, _notebook(info)))
         return result
+
+
+def _notebook(info: zipfile.ZipInfo) -> bool:
+    return info.filename.endswith(".ipynb")
 
 
 def _select(infos: list[zipfile.ZipInfo]) -> list[tuple[str, zipfile.ZipInfo]]:
@@ -124,9 +154,10 @@ def _select(infos: list[zipfile.ZipInfo]) -> list[tuple[str, zipfile.ZipInfo]]:
                 f"entry {shown} is outside the folder {folder + '/'!r}; files must be all at "
                 "the top level or all inside one folder"
             )
-        if not parts[-1].endswith(".py"):
-            _reject(f"entry {shown} is not a .py file")
-        student_id = parts[-1].removesuffix(".py")
+        suffix = next((s for s in SUFFIXES if parts[-1].endswith(s)), None)
+        if suffix is None:
+            _reject(f"entry {shown} is not a .py or .ipynb file")
+        student_id = parts[-1].removesuffix(suffix)
         if not STUDENT_ID.fullmatch(student_id):
             _reject(
                 f"entry {shown} is not a valid student id (1 to 128 letters, digits or . _ @ + -,"
@@ -144,7 +175,8 @@ def _check_sizes(
 ) -> None:
     shown = _show(info.filename)
     if size > max_file_bytes:
-        _reject(f"entry {shown} is over the limit of {max_file_bytes} bytes per file")
+        kind = "notebook" if _notebook(info) else "file"
+        _reject(f"entry {shown} is over the limit of {max_file_bytes} bytes per {kind}")
     if total > max_total_bytes:
         _reject(f"entry {shown} takes the archive over the limit of {max_total_bytes} bytes")
     if size > RATIO_FLOOR and size > MAX_RATIO * max(info.compress_size, 1):

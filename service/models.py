@@ -133,6 +133,10 @@ class Submission(Base):
     assignment_id: Mapped[str | None] = mapped_column(
         ForeignKey("assignments.id", ondelete="SET NULL"), nullable=True)
 
+    # What was removed from a notebook to get ``code`` (judge.notebook: fixed words, cell
+    # and line numbers); every report of the submission carries it. None for Python code.
+    source_notes: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)
+
     # The webhook delivery of the report stored by the current attempt, if any.
     delivery: Mapped[Delivery | None] = relationship(
         primaryjoin="and_(Submission.id == foreign(Delivery.submission_id), "

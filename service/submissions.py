@@ -51,6 +51,7 @@ class Claim:
     code: str
     tries: int  # gradings started since the submission was last (re)submitted, this one too
     failures: int  # of the earlier ones, those whose sandbox was unavailable
+    source_notes: tuple[str, ...] = ()  # what was removed from a notebook; for the report
 
     @property
     def lost(self) -> int:
@@ -76,7 +77,7 @@ def claim(db: Database, submission_id: str, *, stale_after: float) -> Claim | No
         # Read before the UPDATE, which writes its values into ``row`` too.
         seen_status, seen_attempt, tries = row.status, row.attempt, row.tries + 1
         taken = Claim(submission_id, seen_attempt + 1, row.problem, row.code, tries,
-                      row.failures)
+                      row.failures, tuple(row.source_notes or ()))
         worker = worker_name()
         done = changed(
             s,

@@ -26,6 +26,7 @@ from sqlalchemy.orm import Session, defer
 from judge.catalog import Catalog
 from judge.errors import SubmissionRejected
 from judge.grading import decode_code
+from judge.notebook import Source, read_notebook
 from judge.settings import Settings
 from service.batchzip import read_batch_zip
 from service.db import Database
@@ -76,6 +77,7 @@ class NewSubmission:
     tenant_id: int
     problem: str
     code: str
+    source_notes: tuple[str, ...] = ()  # what was removed from a notebook to get ``code``
     student_id: str | None = None
     callback_url: str | None = None
     metadata: dict[str, Any] | None = None
@@ -98,6 +100,23 @@ def checked_code(intake: Intake, code: str) -> str:
         raise Refused(413, "Content too large",
                       f"the code is {len(data)} bytes; the limit is {limit} bytes")
     return decode_code(data, intake.judge, noun="the code")
+
+
+def checked_source(intake: Intake, code: str | None,
+                   notebook: dict[str, Any] | str | None) -> Source:
+    """What to grade: ``code`` (:func:`checked_code`), or a notebook's code cells with
+    notes on what was removed (:mod:`judge.notebook`; the notebook as a JSON object or as
+    its text). A notebook over the notebook limit is refused 413; one that is not a
+    notebook, or whose code is refused, is a :class:`UsageError` (422)."""
+    if notebook is None:
+        return Source(checked_code(intake, code or ""))
+    text = notebook if isinstance(notebook, str) else json.dumps(notebook, ensure_ascii=False)
+    data = text.encode("utf-8", "surrogatepass")
+    limit = intake.judge.max_notebook_bytes
+    if len(data) > limit:
+        raise Refused(413, "Content too large",
+                      f"the notebook is {len(data)} bytes; the limit is {limit} bytes")
+    return read_notebook(data, intake.judge)
 
 
 def checked_callback(intake: Intake, url: str | None) -> str | None:
@@ -148,7 +167,8 @@ def submit(intake: Intake, new: NewSubmission) -> tuple[Submission, bool]:
     row = Submission(
         id=new_id(), tenant_id=new.tenant_id, problem=problem.id,
         problem_version=problem.version, student_id=new.student_id, code=code,
-        code_sha256=code_digest(code), callback_url=callback, meta=new.metadata,
+        code_sha256=code_digest(code), source_notes=list(new.source_notes) or None,
+        callback_url=callback, meta=new.metadata,
         idempotency_key=key, request_hash=new.fingerprint, queue=new.queue,
         status=Status.QUEUED, enqueued=False, attempt=0, assignment_id=new.assignment_id,
     )
@@ -174,19 +194,23 @@ def submit(intake: Intake, new: NewSubmission) -> tuple[Submission, bool]:
 
 
 def zip_entries(intake: Intake, data: bytes) -> list[BatchEntry]:
-    """A class upload's ``<student_id>.py`` files as batch entries (the archive's rules:
-    :mod:`service.batchzip`; :class:`SubmissionRejected` for a bad archive)."""
+    """A class upload's ``<student_id>.py`` files and ``<student_id>.ipynb`` notebooks as
+    batch entries (the archive's rules: :mod:`service.batchzip`;
+    :class:`SubmissionRejected` for a bad archive). A notebook is read when the batch is
+    checked (:func:`submit_batch`)."""
     entries = read_batch_zip(data, max_files=intake.settings.max_batch_submissions,
                              max_total_bytes=intake.settings.max_batch_bytes,
-                             max_file_bytes=intake.judge.max_code_bytes)
+                             max_file_bytes=intake.judge.max_code_bytes,
+                             max_notebook_bytes=intake.judge.max_notebook_bytes)
     items = []
-    for student, raw in entries:
+    for member in entries:
         try:
-            code = raw.decode("utf-8-sig")
+            text = member.data.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
             raise Refused(422, "Unprocessable batch",
-                          f"{student}.py is not UTF-8 (byte {exc.start})") from None
-        items.append(BatchEntry(student_id=student, code=code))
+                          f"{member.filename} is not UTF-8 (byte {exc.start})") from None
+        items.append(BatchEntry(student_id=member.student_id, notebook=text)
+                     if member.notebook else BatchEntry(student_id=member.student_id, code=text))
     return items
 
 
@@ -206,22 +230,22 @@ def submit_batch(intake: Intake, tenant_id: int, body: BatchCreate,
         seen.add(entry.student_id.lower())
     problem = intake.catalog.get(body.problem)
     callback = checked_callback(intake, body.callback_url)
-    codes = []
+    sources = []
     for entry in body.submissions:
         try:
-            codes.append(checked_code(intake, entry.code))
+            sources.append(checked_source(intake, entry.code, entry.notebook))
         except (Refused, SubmissionRejected) as exc:
             detail = exc.detail if isinstance(exc, Refused) else str(exc)
             raise Refused(422, "Unprocessable batch", f"{entry.student_id}: {detail}") from None
     batch = Batch(id=new_id(), tenant_id=tenant_id, problem=problem.id, name=body.name,
-                  total=len(codes))
+                  total=len(sources))
     rows = [
         Submission(id=new_id(), tenant_id=tenant_id, batch_id=batch.id, problem=problem.id,
-                   problem_version=problem.version, student_id=e.student_id, code=code,
-                   code_sha256=code_digest(code), callback_url=callback, queue=BATCH,
-                   status=Status.QUEUED, enqueued=False, attempt=0,
-                   assignment_id=assignment_id)
-        for e, code in zip(body.submissions, codes, strict=True)
+                   problem_version=problem.version, student_id=e.student_id, code=src.code,
+                   code_sha256=code_digest(src.code), source_notes=list(src.notes) or None,
+                   callback_url=callback, queue=BATCH, status=Status.QUEUED, enqueued=False,
+                   attempt=0, assignment_id=assignment_id)
+        for e, src in zip(body.submissions, sources, strict=True)
     ]
     with intake.db.session() as s:
         s.add(batch)

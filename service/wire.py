@@ -7,7 +7,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from judge.report import VerdictReport
 from service.models import Submission
@@ -81,9 +82,36 @@ class ProblemList(_Out):
 
 # Submissions.
 
-class SubmissionCreate(_In):
+NOTEBOOK_DOC = ("A Jupyter notebook (.ipynb), instead of code: the document as a JSON "
+                "object, or the file's text as a string. Its code cells are graded in order, "
+                "IPython magics, shell escapes and help requests removed; the report's "
+                "source_notes say what was removed (docs/api.md, Notebooks).")
+
+
+def _no_default(schema: dict[str, Any]) -> None:
+    schema.pop("default", None)  # absent, not null: the document never offers null
+
+
+class _Source(_In):
+    """Python source or a notebook: exactly one of ``code`` and ``notebook``."""
+
+    model_config = ConfigDict(json_schema_extra={
+        "oneOf": [{"required": ["code"]}, {"required": ["notebook"]}]})
+    code: str | SkipJsonSchema[None] = Field(
+        default=None, min_length=1, description="Python source, UTF-8.",
+        json_schema_extra=_no_default)
+    notebook: dict[str, Any] | str | SkipJsonSchema[None] = Field(
+        default=None, description=NOTEBOOK_DOC, json_schema_extra=_no_default)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> _Source:
+        if (self.code is None) == (self.notebook is None):
+            raise ValueError("send either code or notebook (exactly one of them)")
+        return self
+
+
+class SubmissionCreate(_Source):
     problem: str = Field(min_length=1, max_length=200, examples=["jax-sharding/partitionspec-layout"])
-    code: str = Field(min_length=1, description="Python source, UTF-8.")
     student_id: str | None = Field(default=None, pattern=STUDENT_ID)
     callback_url: str | None = Field(
         default=None, max_length=2048,
@@ -155,9 +183,8 @@ class RejudgeOut(_Out):
 
 # Batches.
 
-class BatchEntry(_In):
+class BatchEntry(_Source):
     student_id: str = Field(pattern=STUDENT_ID)
-    code: str = Field(min_length=1)
 
 
 class BatchCreate(_In):
@@ -236,6 +263,7 @@ def submission_out(row: Submission, with_report: bool = True) -> SubmissionOut:
         finished_at=row.finished_at,
         report=row.report if with_report and row.status == "done" else None,  # type: ignore[arg-type]
     )
+
 
 # Launch links.
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+import zipfile
 from pathlib import Path
 
 FIXTURE_PROBLEMS = Path(__file__).parent / "fixtures" / "problemsets"
@@ -14,3 +16,13 @@ LAYOUT_GOOD = (
     "    return [kernel_in, kernel_out // num_devices]\n"
 )
 LAYOUT_WRONG = "def layout(num_devices, kernel_in, kernel_out):\n    return [kernel_in, kernel_out]\n"
+
+
+def zip_archive(files: dict[str, str | bytes]) -> io.BytesIO:
+    """A zip of ``files`` (name -> content), rewound, as a class upload sends it."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, data in files.items():
+            z.writestr(name, data)
+    buffer.seek(0)
+    return buffer

@@ -63,6 +63,8 @@ def run(ctx: Context, celery: Celery, submission_id: str) -> str:
                   submission_id, failures, result.reason)
         result = internal_error(result.problem, f"the sandbox was unavailable {failures} "
                                 f"times; the last time: {result.reason}", ctx.judge)
+    if taken.source_notes:  # the report says what was removed from the notebook
+        result = result.model_copy(update={"source_notes": list(taken.source_notes)})
     stored = store(ctx.db, submission_id, taken.attempt, result)
     if stored is None:
         return "superseded"

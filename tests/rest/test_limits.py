@@ -104,8 +104,9 @@ def test_behind_a_proxy_the_forwarded_client_address_counts(
 
 def test_each_route_has_its_own_body_limit(client: FlaskClient, keys: dict[str, str],
                                            app: Flask) -> None:
-    body = json.dumps({"problem": "demo/layout", "code": "x = 1\n" * ((2 << 20) // 6 + 1)}).encode()
-    assert len(body) >= 2 << 20
+    # Past the submitting limit: twice the notebook limit (4 MiB) and a little.
+    body = json.dumps({"problem": "demo/layout", "code": "x = 1\n" * ((9 << 20) // 6 + 1)}).encode()
+    assert len(body) >= 9 << 20
     stream = io.BytesIO(body)
     r = client.post("/v1/submissions", input_stream=stream, content_length=len(body),
                     content_type="application/json", headers=auth(keys["client"]))

@@ -87,7 +87,7 @@ BAD_BODIES = [
     ({"problem": "demo/nope", "code": GOOD}, 404, "demo/nope"),
     ({"problem": "demo/layout", "code": "   \n"}, 422, "empty"),
     ({"problem": "demo/layout", "code": "x = '\0'"}, 422, "NUL"),
-    ({"problem": "demo/layout", "code": "x = '\ud800'"}, 422, "unicode"),
+    ({"problem": "demo/layout", "code": "x = '\ud800'"}, 422, "not UTF-8"),
     ({"problem": "demo/layout", "code": "x" * 300_000}, 413, "limit"),
     ({"problem": "demo/layout", "code": GOOD, "student_id": "../etc"}, 422, "student_id"),
     ({"problem": "demo/layout", "code": GOOD, "callback_url": "http://10.0.0.1/hook"}, 422,

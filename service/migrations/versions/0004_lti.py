@@ -9,6 +9,7 @@ Create Date: 2026-11-23 12:00:00
 - ``courses``, ``assignments``, ``members``: what launches (and the roster) told.
 - ``lti_score_clocks``: the last score timestamp sent per assignment and student.
 - ``submissions.assignment_id``: the assignment a submission was made to.
+- ``submissions.source_notes``: what was removed from a notebook to get its code.
 - ``deliveries.payload``: what a delivery fixes at its first try (an LTI score).
 """
 
@@ -122,6 +123,7 @@ def upgrade() -> None:
         batch.create_foreign_key("fk_submissions_assignment_id", "assignments",
                                  ["assignment_id"], ["id"], ondelete="SET NULL")
         batch.create_index("ix_submissions_assignment", ["assignment_id", "student_id"])
+        batch.add_column(sa.Column("source_notes", sa.JSON(), nullable=True))
     with op.batch_alter_table("deliveries") as batch:
         batch.add_column(sa.Column("payload", sa.JSON(), nullable=True))
 
@@ -130,6 +132,7 @@ def downgrade() -> None:
     with op.batch_alter_table("deliveries") as batch:
         batch.drop_column("payload")
     with op.batch_alter_table("submissions") as batch:
+        batch.drop_column("source_notes")
         batch.drop_index("ix_submissions_assignment")
         batch.drop_constraint("fk_submissions_assignment_id", type_="foreignkey")
         batch.drop_column("assignment_id")

@@ -12,11 +12,15 @@ import zipfile
 import pytest
 
 from judge.errors import SubmissionRejected, UsageError
-from service.batchzip import read_batch_zip
+from service.batchzip import Member, read_batch_zip
 
 MIB = 1 << 20
 LIMITS = {"max_files": 10, "max_total_bytes": 64 * 1024, "max_file_bytes": 16 * 1024}
 Entry = tuple["str | zipfile.ZipInfo", bytes]
+
+
+def pairs(members: list[Member]) -> list[tuple[str, bytes]]:
+    return [(m.student_id, m.data) for m in members]
 
 
 def make_zip(entries: list[Entry], compression: int = zipfile.ZIP_DEFLATED) -> bytes:
@@ -61,7 +65,7 @@ def rejected(data: bytes, **limits: int) -> str:
 
 def test_top_level_files_come_back_in_archive_order_untouched() -> None:
     data = make_zip([("bob.py", b"x = 1\n"), ("alice.py", "s = 'é'\n".encode())])
-    assert read_batch_zip(data, **LIMITS) == [("bob", b"x = 1\n"), ("alice", "s = 'é'\n".encode())]
+    assert pairs(read_batch_zip(data, **LIMITS)) == [("bob", b"x = 1\n"), ("alice", "s = 'é'\n".encode())]
 
 
 def test_a_zipped_folder_is_accepted_and_mac_and_hidden_entries_are_ignored() -> None:
@@ -74,13 +78,13 @@ def test_a_zipped_folder_is_accepted_and_mac_and_hidden_entries_are_ignored() ->
         ("class/bob.py", b"b"),
         (".DS_Store", b"\0"),
     ])
-    assert read_batch_zip(data, **LIMITS) == [("alice", b"a"), ("bob", b"b")]
+    assert pairs(read_batch_zip(data, **LIMITS)) == [("alice", b"a"), ("bob", b"b")]
 
 
 def test_ids_may_use_the_allowed_punctuation_up_to_128_characters() -> None:
     long_id = "a" * 128
     data = make_zip([("a.b_c@d+e-f.py", b"1"), (f"{long_id}.py", b"2"), ("9lives.py", b"3")])
-    assert [sid for sid, _ in read_batch_zip(data, **LIMITS)] == ["a.b_c@d+e-f", long_id, "9lives"]
+    assert [m.student_id for m in read_batch_zip(data, **LIMITS)] == ["a.b_c@d+e-f", long_id, "9lives"]
 
 
 @pytest.mark.parametrize(
@@ -94,8 +98,9 @@ def test_ids_may_use_the_allowed_punctuation_up_to_128_characters() -> None:
         ("./alice.py", "empty or '.' path component"),
         ("class//alice.py", "empty or '.' path component"),
         ("a/b/c.py", "entry 'a/b/c.py' is in a nested folder"),
-        ("notes.txt", "entry 'notes.txt' is not a .py file"),
-        ("alice.PY", "is not a .py file"),
+        ("notes.txt", "entry 'notes.txt' is not a .py or .ipynb file"),
+        ("alice.PY", "is not a .py or .ipynb file"),
+        ("alice.IPYNB", "is not a .py or .ipynb file"),
         ("bad id.py", "entry 'bad id.py' is not a valid student id"),
         ("-rf.py", "is not a valid student id"),
         ("a" * 129 + ".py", "is not a valid student id"),
@@ -129,7 +134,7 @@ def test_symlinks_and_other_special_files_are_refused() -> None:
     fifo = make_zip([(unix_entry("bob.py", 0o010644), b"")])
     assert "entry 'bob.py' is not a regular file" in rejected(fifo)
     regular = make_zip([(unix_entry("carol.py", 0o100644), b"c")])
-    assert read_batch_zip(regular, **LIMITS) == [("carol", b"c")]
+    assert pairs(read_batch_zip(regular, **LIMITS)) == [("carol", b"c")]
 
 
 def test_encrypted_entries_are_refused() -> None:
@@ -180,11 +185,11 @@ def test_a_highly_compressed_member_over_1_mib_is_a_bomb() -> None:
     assert "entry 'bomb.py' compresses more than 200:1" in rejected(bomb, **roomy)
     noise = os.urandom(2 * MIB)  # the same size, barely compressible: fine
     assert read_batch_zip(make_zip([("noise.py", noise)]), **{**LIMITS, **roomy}) == [
-        ("noise", noise)
+        Member("noise", noise)
     ]
     small = b"\0" * (MIB // 2)  # under 1 MiB, any ratio is fine
     assert read_batch_zip(make_zip([("small.py", small)]), **{**LIMITS, **roomy}) == [
-        ("small", small)
+        Member("small", small)
     ]
 
 
@@ -229,5 +234,21 @@ def test_members_are_read_through_a_bounded_read(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(zipfile.ZipFile, "open", spying_open)
     data = make_zip([("a.py", b"x" * 10), ("b.py", b"y" * 10)])
     limits = {"max_files": 5, "max_file_bytes": 30, "max_total_bytes": 35}
-    assert read_batch_zip(data, **limits) == [("a", b"x" * 10), ("b", b"y" * 10)]
+    assert pairs(read_batch_zip(data, **limits)) == [("a", b"x" * 10), ("b", b"y" * 10)]
     assert asked == [31, 26]  # min(30, 35) + 1, then min(30, 35 - 10) + 1
+
+
+def test_notebooks_come_beside_python_files_with_their_own_size_limit() -> None:
+    data = make_zip([("class/bob.py", b"x = 1\n"), ("class/alice.ipynb", b"{" + b" " * 998 + b"}")])
+    members = read_batch_zip(data, **{**LIMITS, "max_file_bytes": 100, "max_notebook_bytes": 1000})
+    assert members == [Member("bob", b"x = 1\n"), Member("alice", b"{" + b" " * 998 + b"}", True)]
+    assert [m.filename for m in members] == ["bob.py", "alice.ipynb"]
+    message = rejected(data, max_file_bytes=100, max_notebook_bytes=999)
+    assert "entry 'class/alice.ipynb' is over the limit of 999 bytes per notebook" in message
+    # without a notebook limit, a notebook is held to the file limit
+    assert "over the limit of 100 bytes per notebook" in rejected(data, max_file_bytes=100)
+
+
+def test_one_student_sends_a_python_file_or_a_notebook_not_both() -> None:
+    message = rejected(make_zip([("alice.py", b"1"), ("alice.ipynb", b"{}")]))
+    assert "entry 'alice.ipynb' duplicates student id 'alice'" in message
