@@ -105,3 +105,17 @@ def test_unknown_problem_is_a_clear_error(tool: Tool, platform: TestPlatform) ->
     r = platform.launch(custom={"problem": "demo/nope"})
     assert r.status_code == 404
     assert "demo/nope" in r.text and "Traceback" not in r.text
+
+
+def test_pages_after_a_launch(tool: Tool, platform: TestPlatform) -> None:
+    """The learner's landing page opens (no cookie sent: the session is the URL) and the
+    instructor's gradebook of the same assignment does not, for the learner."""
+    r = platform.launch(custom={"problem": "demo/layout"})
+    location = r.headers["Location"]
+    page = requests.get(tool.base + location, timeout=30)
+    assert page.status_code == 200, page.text[:300]
+    gradebook = requests.get(tool.base + location + "/gradebook", timeout=30)
+    assert gradebook.status_code == 403
+    teacher = platform.launch(user="teacher-1", roles=[INSTRUCTOR],
+                              custom={"problem": "demo/layout"})
+    assert requests.get(tool.base + teacher.headers["Location"], timeout=30).status_code == 200
