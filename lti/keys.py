@@ -107,6 +107,14 @@ def signing_key(db: Database | Session,
     return row.kid, private_key(row, settings)
 
 
+def ensure_key(db: Database, settings: ServiceSettings) -> str:
+    """The current key's kid, made first if the tool has none; nothing is decrypted (the
+    JWKS endpoint calls it, and publishing public keys needs no secret)."""
+    with db.session() as s:
+        row = _current(s) or create(s, settings)
+        return row.kid
+
+
 def rotate(s: Session, settings: ServiceSettings) -> LtiKey:
     """A new current key; the current ones retire and leave the JWKS after the overlap."""
     now = utcnow()

@@ -283,7 +283,7 @@ def picked(sid: str) -> BaseResponse:
 def jwks() -> Response:
     """The tool's public keys; the first key is made here if the tool has none yet (a
     platform may fetch the set before the tool ever signed anything)."""
-    keys.signing_key(services().db, services().settings)
+    keys.ensure_key(services().db, services().settings)
     response = jsonify(keys.jwks(services().db))
     response.headers["Cache-Control"] = "public, max-age=300"
     return response

@@ -97,7 +97,7 @@ class Submission(Base):
     )
     problem: Mapped[str] = mapped_column(String(200))
     problem_version: Mapped[str] = mapped_column(String(64))
-    student_id: Mapped[str | None] = mapped_column(String(128), nullable=True, index=True)
+    student_id: Mapped[str | None] = mapped_column(String(255), nullable=True, index=True)
     code: Mapped[str] = mapped_column(Text)
     code_sha256: Mapped[str] = mapped_column(String(64))
     callback_url: Mapped[str | None] = mapped_column(String(2048), nullable=True)

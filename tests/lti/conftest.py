@@ -42,7 +42,7 @@ class Tool:
 def tool(app: Flask) -> Iterator[Tool]:
     port = free_port()
     server = make_server("127.0.0.1", port, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     found = Tool(app, f"http://127.0.0.1:{port}")
     # A rotated platform key is fetched at the next launch (the cooldown that spaces the

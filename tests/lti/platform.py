@@ -213,7 +213,7 @@ class TestPlatform:
 
     def start(self) -> TestPlatform:
         self._server = make_server("127.0.0.1", self.port, self.app, threaded=True)
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True).start()
         return self
 
     def stop(self) -> None:

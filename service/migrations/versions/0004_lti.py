@@ -120,6 +120,9 @@ def upgrade() -> None:
     )
     with op.batch_alter_table("submissions") as batch:
         batch.add_column(sa.Column("assignment_id", sa.String(length=32), nullable=True))
+        # An LTI user id (``sub``) may be 255 characters.
+        batch.alter_column("student_id", existing_type=sa.String(length=128),
+                           type_=sa.String(length=255), existing_nullable=True)
         batch.create_foreign_key("fk_submissions_assignment_id", "assignments",
                                  ["assignment_id"], ["id"], ondelete="SET NULL")
         batch.create_index("ix_submissions_assignment", ["assignment_id", "student_id"])
@@ -136,6 +139,8 @@ def downgrade() -> None:
         batch.drop_index("ix_submissions_assignment")
         batch.drop_constraint("fk_submissions_assignment_id", type_="foreignkey")
         batch.drop_column("assignment_id")
+        batch.alter_column("student_id", existing_type=sa.String(length=255),
+                           type_=sa.String(length=128), existing_nullable=True)
     op.drop_table("lti_score_clocks")
     op.drop_index("ix_members_course_id", "members")
     op.drop_table("members")
