@@ -17,6 +17,9 @@ export JAXJUDGE_REDIS_URL=${JAXJUDGE_REDIS_URL:-redis://127.0.0.1:$REDIS_PORT/0}
 export JAXJUDGE_DATABASE_URL=${JAXJUDGE_DATABASE_URL:-sqlite:///$VAR/jaxjudge.db}
 export JAXJUDGE_SANDBOX=${JAXJUDGE_SANDBOX:-docker}
 export JAXJUDGE_POOL_SIZE=${JAXJUDGE_POOL_SIZE:-2}
+# Where an LMS reaches the tool (LTI URLs are built from it); behind a TLS proxy, set it
+# to the public https URL and JAXJUDGE_TRUSTED_PROXY_HOPS.
+export JAXJUDGE_PUBLIC_URL=${JAXJUDGE_PUBLIC_URL:-http://127.0.0.1:$PORT}
 mkdir -p "$VAR/log" "$VAR/redis"
 
 stop_pid() {  # stop_pid NAME: TERM the process group in var/NAME.pid, wait, then KILL
@@ -89,7 +92,13 @@ Grade a seed solution (waits up to 60 s for the verdict):
 
 curl -s -H "Authorization: Bearer $(cat "$VAR/dev-key")" -H 'Content-Type: application/json' \\
      --data @$VAR/demo-submission.json 'http://127.0.0.1:$PORT/v1/submissions?wait=60'
+
+Instructor pages: http://127.0.0.1:$PORT/app/signin (sign in with the key in $VAR/dev-key)
+
+What an LMS administrator needs (docs/lti.md; again with
+JAXJUDGE_PUBLIC_URL=$JAXJUDGE_PUBLIC_URL $BIN/jaxjudge lti urls):
 MSG
+    "$BIN/jaxjudge" lti urls
 }
 
 down() {
