@@ -68,7 +68,7 @@ class Stack:
     folder: Path
     redis: RedisServer
     worker: Worker
-    platform: Any = None  # the test LMS (tests.lti.platform.TestPlatform), once it exists
+    platform: Any = None  # the test LMS (tests.lti.platform.TestPlatform, .lms its pages)
     keys: dict[str, str] = field(default_factory=dict)  # API keys of TENANT by role
 
     def url(self, path: str) -> str:
@@ -110,11 +110,11 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     upgrade(database_url)
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    settings = ServiceSettings(
-        database_url=database_url, redis_url=redis.url, **FAST,
-        secret_key=secrets.token_urlsafe(32), public_url=base,
-        webhook_allow=["127.0.0.1", "localhost", "::1"], lti_backoff_seconds=0.5,
-        lti_roster_max_age_seconds=0)
+    settings = ServiceSettings(**{
+        **FAST, "database_url": database_url, "redis_url": redis.url,
+        "secret_key": secrets.token_urlsafe(32), "public_url": base,
+        "webhook_allow": ["127.0.0.1", "localhost", "::1"], "lti_backoff_seconds": 0.5,
+        "lti_roster_max_age_seconds": 0})
     judge = Settings(problems_dir=FIXTURE_PROBLEMS, sandbox="docker", pool_size=1)
     env = service_env({**settings.model_dump(), **judge.model_dump()})
     db = Database(database_url)
@@ -141,11 +141,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
 
 def _platform(stack: Stack, started: list[Any]) -> Any:
     """The test LMS at http://localhost:<port>, registered with the tenant, with its
-    course page (:mod:`lms_page`); None until tests/lti/platform.py exists."""
-    try:
-        from lms_page import start_platform
-    except ImportError:
-        return None
+    course pages (:mod:`tests.browser.lms_page`)."""
+    from tests.browser.lms_page import start_platform
+
     return start_platform(stack, started)
 
 

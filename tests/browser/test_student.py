@@ -7,8 +7,9 @@ from __future__ import annotations
 import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
+from servers import wait_for
 
-from tests.browser.conftest import Shoot, Stack, unique, wait
+from tests.browser.conftest import WAIT, Shoot, Stack, unique, wait
 from tests.browser.steps import (
     check_editor_features,
     editor,
@@ -18,6 +19,7 @@ from tests.browser.steps import (
     textarea_code,
     type_code,
 )
+from tests.lti.platform import LEARNER, LaunchSpec
 from tests_support import LAYOUT_GOOD, LAYOUT_WRONG
 
 pytestmark = [pytest.mark.browser, pytest.mark.service, pytest.mark.slow]
@@ -57,3 +59,47 @@ def test_a_launch_link_opens_the_student_page_without_an_lms(
     heading = wait(browser, 30).until(lambda d: d.find_element(By.TAG_NAME, "h1"))
     assert heading.text == "This link does not open"
     shoot(browser, "launch-link-used", phone=False)
+
+
+def test_a_student_launched_inside_the_lms_frame_is_graded_and_the_lms_gets_the_score(
+        stack: Stack, browser: WebDriver, shoot: Shoot) -> None:
+    platform = stack.platform
+    spec = LaunchSpec(user=unique("student"), name="Ada Lovelace", roles=[LEARNER],
+                      context=unique("course"), context_title="JAX 101",
+                      resource_link=unique("link"), resource_title="Exercise 1: shard shape",
+                      custom={"problem": "demo/layout"})
+    browser.get(platform.lms.page(spec))
+    frame = browser.find_element(By.ID, "tool-frame")
+    assert browser.execute_script("return location.origin").startswith("http://localhost:")
+    browser.switch_to.frame(frame)
+    editor(browser)
+    # The tool runs as a third-party frame whose cookies the browser refuses.
+    assert browser.execute_script("return location.origin") == stack.base
+    assert browser.execute_script(
+        "document.cookie = 'probe=1; SameSite=None; Secure; Path=/'; "
+        "return document.cookie") == ""
+    assert browser.find_element(By.ID, "signed-in-as").text.startswith("Ada Lovelace")
+    assert browser.find_element(By.ID, "lms-grade").get_attribute("data-state") == "not-sent"
+    shoot(browser, "lms-student-page", phone=False)
+
+    type_code(browser, LAYOUT_GOOD)
+    check_editor_features(browser)
+    graded = submit_and_watch(browser, stack, shoot, "lms-student", "accepted")
+    assert history_row(browser, graded.submission_id).get_attribute("data-verdict") == \
+        "accepted"
+
+    # The score reaches the LMS through the outbox; the page says so once it is sent.
+    lineitem = platform.lineitems[(spec.context, spec.resource_link)]
+    scores = wait_for(lambda: platform.services.scores_for(spec.user, lineitem), WAIT,
+                      "the score at the LMS")
+    assert len(scores) == 1
+    assert scores[0]["scoreGiven"] == scores[0]["scoreMaximum"] == 3.0
+    assert scores[0]["gradingProgress"] == "FullyGraded"
+    assert scores[0]["activityProgress"] in ("Completed", "Submitted")
+    browser.refresh()  # the course page again: a new launch in the frame
+    browser.switch_to.frame(browser.find_element(By.ID, "tool-frame"))
+    grade = wait(browser).until(lambda d: d.find_element(By.ID, "lms-grade"))
+    assert grade.get_attribute("data-state") == "delivered", grade.text
+    assert "3.0 / 3.0" in grade.text
+    history_row(browser, graded.submission_id)
+    shoot(browser, "lms-student-graded", phone=False, at="lms-grade-section")
