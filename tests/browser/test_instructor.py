@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import csv
 import io
+import zipfile
 from pathlib import Path
 
+import nbformat
 import pytest
 import requests
 from selenium.webdriver.common.by import By
@@ -21,7 +23,7 @@ from servers import wait_for
 from tests.browser.conftest import Shoot, Stack, unique, wait
 from tests.browser.steps import editor, submit_and_watch, type_code, worker_paused
 from tests.lti.platform import INSTRUCTOR, LEARNER, LaunchSpec
-from tests_support import LAYOUT_WRONG
+from tests_support import LAYOUT_GOOD, LAYOUT_WRONG
 
 pytestmark = [pytest.mark.browser, pytest.mark.service, pytest.mark.slow]
 TITLE = "Shard shape (test fixture)"
@@ -193,3 +195,49 @@ def test_an_instructor_signs_in_with_an_api_key_and_sees_the_course(
     assert list(rows) == [student] and rows[student].get_attribute(
         "data-verdict") == "wrong_answer"
     shoot(browser, "instructor-gradebook-by-key")
+
+
+def test_an_instructor_uploads_a_class_zip_and_watches_it_graded(
+        stack: Stack, browser: WebDriver, shoot: Shoot, tmp_path: Path) -> None:
+    course = unique("batch-course")
+    first = unique("batch-first")
+    browser.get(stack.launch_link(first, course=course))  # the course and assignment
+    editor(browser)
+    ada, nb = unique("ada"), unique("nb")
+    archive = tmp_path / "class.zip"
+    notebook = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("My solution"),
+        nbformat.v4.new_code_cell("%matplotlib inline\n" + LAYOUT_GOOD)])
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr(f"class/{ada}.py", LAYOUT_WRONG)
+        z.writestr(f"class/{nb}.ipynb", nbformat.writes(notebook))
+
+    browser.get(stack.url("/app/signin"))
+    wait(browser, 30).until(lambda d: d.find_element(By.ID, "api-key")).send_keys(
+        stack.keys["instructor"], Keys.ENTER)
+    wait(browser, 30).until(lambda d: d.find_element(By.LINK_TEXT, course)).click()
+    wait(browser, 30).until(lambda d: d.find_element(By.PARTIAL_LINK_TEXT, "demo/layout")
+                            ).click()
+    wait(browser, 30).until(lambda d: d.find_element(By.ID, "upload-batch")).click()
+    wait(browser, 30).until(lambda d: d.find_element(By.ID, "batch-name")).send_keys(
+        "Week 1")
+    browser.find_element(By.ID, "batch-archive").send_keys(str(archive))
+    shoot(browser, "instructor-batch-upload")
+    with worker_paused(stack):
+        browser.find_element(By.ID, "batch-submit").click()
+        progress = wait(browser, 30).until(lambda d: d.find_element(By.ID, "batch-progress"))
+        assert progress.get_attribute("data-done") == "false"
+        assert browser.find_element(By.ID, "batch-graded").text == "0"
+        assert {r.get_attribute("data-student-id") for r in browser.find_elements(
+            By.CSS_SELECTOR, "[data-testid='batch-row']")} == {ada, nb}
+        shoot(browser, "instructor-batch-progress", phone=False)
+    wait(browser).until(lambda d: d.find_element(By.ID, "batch-progress").get_attribute(
+        "data-done") == "true")
+    verdicts = {r.get_attribute("data-student-id"): r.find_elements(By.TAG_NAME, "td")[2].text
+                for r in browser.find_elements(By.CSS_SELECTOR, "[data-testid='batch-row']")}
+    assert verdicts == {ada: "wrong answer", nb: "accepted"}, verdicts
+    shoot(browser, "instructor-batch-done")
+    browser.find_element(By.ID, "nav-gradebook").click()
+    rows = wait(browser, 30).until(lambda d: gradebook_rows(d))
+    assert {u: r.get_attribute("data-verdict") for u, r in rows.items()} == {
+        first: "", ada: "wrong_answer", nb: "accepted"}
