@@ -47,6 +47,7 @@ CHROMIUM = Path(os.environ.get("JAXJUDGE_CHROMIUM", "/usr/bin/chromium"))
 CHROMEDRIVER = Path(os.environ.get("JAXJUDGE_CHROMEDRIVER", "/usr/bin/chromedriver"))
 SHOTS = REPO_ROOT / "var" / "screenshots"
 DOCS_SHOTS = REPO_ROOT / "docs" / "screenshots"
+DOCS_PHONE = {"student-page", "student-verdict", "instructor-course"}  # in docs at phone width
 WIDE = (1280, 900)
 PHONE = (390, 844)
 WAIT = 120  # seconds an explicit wait may take (a grading in a cold sandbox)
@@ -220,13 +221,15 @@ Shoot = Callable[..., Path]
 
 @pytest.fixture
 def shoot(request: pytest.FixtureRequest) -> Shoot:
-    """``shoot(driver, page, phone=True, at=None)``: the viewport (scrolled to the
-    element of id ``at``) as ``var/screenshots/<test>-<page>.png``; with ``phone``, also
-    at 390x844 (then back), checking that nothing is wider than the phone. ``JAXJUDGE_DOCS_SCREENSHOTS=1`` copies
-    them to ``docs/screenshots/<page>.png``."""
+    """``shoot(driver, page, phone=True, at=None, docs=False)``: the viewport (scrolled
+    to the element of id ``at``) as ``var/screenshots/<test>-<page>.png``; with
+    ``phone``, also at 390x844 (then back), checking that nothing is wider than the
+    phone. With ``docs`` (the one current picture of a page) and
+    ``JAXJUDGE_DOCS_SCREENSHOTS=1``, they are copied to ``docs/screenshots/<page>.png``."""
     test = _test_name(request)
 
-    def take(driver: WebDriver, page: str, phone: bool = True, at: str | None = None) -> Path:
+    def take(driver: WebDriver, page: str, phone: bool = True, at: str | None = None,
+             docs: bool = False) -> Path:
         SHOTS.mkdir(parents=True, exist_ok=True)
         show = (f"document.getElementById({at!r}).scrollIntoView({{block: 'start'}})"
                 if at else "")
@@ -246,9 +249,11 @@ def shoot(request: pytest.FixtureRequest) -> Shoot:
             width = phone_width(driver, phone_shot)
             taken.append((narrow, f"{page}-phone.png"))
             assert width <= PHONE[0], f"{page} is {width} px wide at phone width"
-        if os.environ.get("JAXJUDGE_DOCS_SCREENSHOTS") == "1":
+        if docs and os.environ.get("JAXJUDGE_DOCS_SCREENSHOTS") == "1":
             DOCS_SHOTS.mkdir(parents=True, exist_ok=True)
             for path, name in taken:
+                if name.endswith("-phone.png") and page not in DOCS_PHONE:
+                    continue
                 shutil.copyfile(path, DOCS_SHOTS / name)
         return wide
 

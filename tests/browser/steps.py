@@ -105,7 +105,7 @@ def submit_and_watch(driver: WebDriver, stack: Stack, shoot: Shoot, page: str,
             and d.find_element(By.ID, "submission-status"))
         assert status.get_attribute("data-status") in ("queued", "running")
         driver.execute_script(f"window.{MARKER} = true")
-        shoot(driver, f"{page}-waiting", phone=False)
+        shoot(driver, f"{page}-waiting", phone=False, docs=page == "student")
         submission_id = status.get_attribute("data-submission-id")
         assert submission_id
     verdict = wait(driver).until(

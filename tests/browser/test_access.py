@@ -147,7 +147,7 @@ def test_a_learner_cannot_reach_the_instructor_pages(
                  f"/app/{sid}/assignments/{assignment}/student?user={spec.user}",
                  f"/app/{sid}/courses"):
         _refused(browser, stack, path)
-    shoot(browser, "refused-learner")
+    shoot(browser, "refused-learner", docs=True)
     r = requests.post(stack.url(f"/app/{sid}/submissions/{graded.submission_id}/rejudge"),
                       timeout=30)
     assert r.status_code in (400, 403)  # no CSRF token, and not an instructor either way

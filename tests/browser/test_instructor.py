@@ -88,7 +88,7 @@ def test_an_instructor_deep_links_a_problem_grades_rejudges_and_exports(
         By.CSS_SELECTOR, f"button[aria-label='Choose {TITLE}']"))
     rows = browser.find_elements(By.CSS_SELECTOR, "table tbody tr")
     assert len(rows) == 1 and "demo/layout" in rows[0].text  # not "Shard a batch"
-    shoot(browser, "lms-deep-link-picker", phone=False)
+    shoot(browser, "lms-deep-link-picker", phone=False, docs=True)
     choose.click()
     wait(browser, 30).until(lambda d: "Content added." in frame_text(d))
     added = [d for d in platform.deep_links
@@ -128,9 +128,9 @@ def test_an_instructor_deep_links_a_problem_grades_rejudges_and_exports(
     assert bob_cells[3].text == "0"
     assert not browser.find_elements(By.ID, "roster-error")
     browser.switch_to.default_content()
-    shoot(browser, "lms-gradebook", phone=False)
+    shoot(browser, "lms-gradebook", phone=False, docs=True)
     browser.switch_to.frame(browser.find_element(By.ID, "tool-frame"))
-    shoot(browser, "gradebook", phone=False, at="gradebook")
+    shoot(browser, "gradebook", phone=False, at="gradebook", docs=True)
 
     # Rejudge Ann's submission from her page: queued again, then graded a second time.
     rows_by_user[ann.user].find_element(By.TAG_NAME, "a").click()
@@ -152,7 +152,7 @@ def test_an_instructor_deep_links_a_problem_grades_rejudges_and_exports(
     section = browser.find_element(By.ID, f"submission-{graded.submission_id}")
     assert section.get_attribute("data-verdict") == "wrong_answer"
     assert section.find_element(By.CSS_SELECTOR, "pre.code").text == LAYOUT_WRONG.rstrip("\n")
-    shoot(browser, "instructor-student", phone=False)
+    shoot(browser, "instructor-student", phone=False, docs=True)
     body = requests.get(stack.url(f"/v1/submissions/{graded.submission_id}"),
                         headers=stack.auth("instructor"), timeout=30).json()
     assert body["attempt"] == 2 and body["verdict"] == "wrong_answer", body
@@ -179,14 +179,14 @@ def test_an_instructor_signs_in_with_an_api_key_and_sees_the_course(
 
     browser.get(stack.url("/app/signin"))
     field = wait(browser, 30).until(lambda d: d.find_element(By.ID, "api-key"))
-    shoot(browser, "signin")
+    shoot(browser, "signin", docs=True)
     field.send_keys(stack.keys["instructor"], Keys.ENTER)
     link = wait(browser, 30).until(lambda d: d.find_element(By.LINK_TEXT, course))
-    shoot(browser, "instructor-courses")
+    shoot(browser, "instructor-courses", docs=True)
     link.click()
     wait(browser, 30).until(lambda d: d.find_elements(By.PARTIAL_LINK_TEXT, TITLE)
                             or d.find_elements(By.PARTIAL_LINK_TEXT, "demo/layout"))
-    shoot(browser, "instructor-course")
+    shoot(browser, "instructor-course", docs=True)
     found = browser.find_elements(By.PARTIAL_LINK_TEXT, TITLE) or \
         browser.find_elements(By.PARTIAL_LINK_TEXT, "demo/layout")
     found[0].click()
@@ -222,7 +222,7 @@ def test_an_instructor_uploads_a_class_zip_and_watches_it_graded(
     wait(browser, 30).until(lambda d: d.find_element(By.ID, "batch-name")).send_keys(
         "Week 1")
     browser.find_element(By.ID, "batch-archive").send_keys(str(archive))
-    shoot(browser, "instructor-batch-upload")
+    shoot(browser, "instructor-batch-upload", docs=True)
     with worker_paused(stack):
         browser.find_element(By.ID, "batch-submit").click()
         progress = wait(browser, 30).until(lambda d: d.find_element(By.ID, "batch-progress"))
@@ -230,13 +230,13 @@ def test_an_instructor_uploads_a_class_zip_and_watches_it_graded(
         assert browser.find_element(By.ID, "batch-graded").text == "0"
         assert {r.get_attribute("data-student-id") for r in browser.find_elements(
             By.CSS_SELECTOR, "[data-testid='batch-row']")} == {ada, nb}
-        shoot(browser, "instructor-batch-progress", phone=False)
+        shoot(browser, "instructor-batch-progress", phone=False, docs=True)
     wait(browser).until(lambda d: d.find_element(By.ID, "batch-progress").get_attribute(
         "data-done") == "true")
     verdicts = {r.get_attribute("data-student-id"): r.find_elements(By.TAG_NAME, "td")[2].text
                 for r in browser.find_elements(By.CSS_SELECTOR, "[data-testid='batch-row']")}
     assert verdicts == {ada: "wrong answer", nb: "accepted"}, verdicts
-    shoot(browser, "instructor-batch-done")
+    shoot(browser, "instructor-batch-done", docs=True)
     browser.find_element(By.ID, "nav-gradebook").click()
     rows = wait(browser, 30).until(lambda d: gradebook_rows(d))
     assert {u: r.get_attribute("data-verdict") for u, r in rows.items()} == {

@@ -4,6 +4,9 @@ editor, submits, watches the verdict arrive, finds it in the history and loads i
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import nbformat
 import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
@@ -34,7 +37,7 @@ def test_a_launch_link_opens_the_student_page_without_an_lms(
     assert "/app/" in browser.current_url and "/assignments/" in browser.current_url
     assert browser.find_element(By.ID, "signed-in-as").text.startswith("Lin Kedin")
     assert browser.find_element(By.ID, "lms-grade").get_attribute("data-state") == "none"
-    shoot(browser, "student-page")
+    shoot(browser, "student-page", docs=True)
 
     type_code(browser, LAYOUT_WRONG)
     check_editor_features(browser)
@@ -45,8 +48,8 @@ def test_a_launch_link_opens_the_student_page_without_an_lms(
 
     type_code(browser, LAYOUT_GOOD)
     good = submit_and_watch(browser, stack, shoot, "student", "accepted")
-    shoot(browser, "student-verdict", at="result")
-    shoot(browser, "student-history", phone=False, at="history")
+    shoot(browser, "student-verdict", at="result", docs=True)
+    shoot(browser, "student-history", phone=False, at="history", docs=True)
     assert [r.get_attribute("data-verdict") for r in browser.find_elements(
         By.CSS_SELECTOR, "[data-testid='history-row']")] == ["accepted", "wrong_answer"]
 
@@ -58,7 +61,7 @@ def test_a_launch_link_opens_the_student_page_without_an_lms(
     browser.get(url)
     heading = wait(browser, 30).until(lambda d: d.find_element(By.TAG_NAME, "h1"))
     assert heading.text == "This link does not open"
-    shoot(browser, "launch-link-used", phone=False)
+    shoot(browser, "launch-link-used", phone=False, docs=True)
 
 
 def test_a_student_launched_inside_the_lms_frame_is_graded_and_the_lms_gets_the_score(
@@ -80,7 +83,7 @@ def test_a_student_launched_inside_the_lms_frame_is_graded_and_the_lms_gets_the_
         "return document.cookie") == ""
     assert browser.find_element(By.ID, "signed-in-as").text.startswith("Ada Lovelace")
     assert browser.find_element(By.ID, "lms-grade").get_attribute("data-state") == "not-sent"
-    shoot(browser, "lms-student-page", phone=False)
+    shoot(browser, "lms-student-page", phone=False, docs=True)
 
     type_code(browser, LAYOUT_GOOD)
     check_editor_features(browser)
@@ -102,4 +105,24 @@ def test_a_student_launched_inside_the_lms_frame_is_graded_and_the_lms_gets_the_
     assert grade.get_attribute("data-state") == "delivered", grade.text
     assert "3.0 / 3.0" in grade.text
     history_row(browser, graded.submission_id)
-    shoot(browser, "lms-student-graded", phone=False, at="lms-grade-section")
+    shoot(browser, "lms-student-graded", phone=False, at="lms-grade-section", docs=True)
+
+
+def test_a_student_uploads_a_notebook(stack: Stack, browser: WebDriver, shoot: Shoot,
+                                      tmp_path: Path) -> None:
+    notebook = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("# My solution"),
+        nbformat.v4.new_code_cell("%matplotlib inline\nimport math"),
+        nbformat.v4.new_code_cell(LAYOUT_GOOD)])
+    path = tmp_path / "solution.ipynb"
+    path.write_text(nbformat.writes(notebook))
+    browser.get(stack.launch_link(unique("nb-student")))
+    editor(browser)
+    browser.find_element(By.ID, "upload").send_keys(str(path))
+    graded = submit_and_watch(browser, stack, shoot, "student-notebook", "accepted")
+    result = browser.find_element(By.ID, "result").text
+    # The report says what was removed to get the code.
+    assert "cell 2: removed 1 IPython magic (line 1)" in result, result
+    shoot(browser, "student-notebook-verdict", phone=False, at="result", docs=True)
+    assert history_row(browser, graded.submission_id).get_attribute("data-verdict") == \
+        "accepted"
