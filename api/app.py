@@ -12,11 +12,11 @@ from redis import Redis
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from api.limits import KnownKeys, body_limits, limit_bodies, make_limiter
-from api.longpoll import Notices, WaitSlots
 from judge import __version__
 from judge.catalog import Catalog
 from judge.settings import Settings, load
 from service.db import Database
+from service.longpoll import Notices, WaitSlots
 from service.queue import make_celery
 from service.settings import ServiceSettings
 

@@ -21,8 +21,8 @@ from sqlalchemy.orm import defer
 from api.app import services
 from api.auth import require
 from api.errors import ApiError
-from api.longpoll import wait_until
 from api.spec import operation, parse_json, parse_query
+from service.longpoll import wait_until
 from service.models import Role, Status, Submission
 from service.queue import INTERACTIVE
 from service.submissions import dispatch, rejudge
@@ -59,7 +59,7 @@ def load(submission_id: str) -> Submission:
 
 
 def wait_done(row: Submission, seconds: float) -> Submission:
-    """Long-poll (api/longpoll.py): wait for the worker's notice, holding one of the key's
+    """Long-poll (service/longpoll.py): wait for the worker's notice, holding one of the key's
     wait slots, and re-read the database (the truth) when woken. Without a free slot,
     answer at once (``Jaxjudge-Wait: skipped``)."""
     svc = services()

@@ -40,10 +40,10 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 from servers import Gunicorn, PostgresServer, RedisServer, service_env, wait_for  # noqa: E402
 from sqlalchemy import select, update  # noqa: E402
 
-from api.longpoll import WAITS_KEY  # noqa: E402
 from service import metrics  # noqa: E402
 from service.db import Database, utcnow  # noqa: E402
 from service.keys import create_key  # noqa: E402
+from service.longpoll import WAITS_KEY  # noqa: E402
 from service.migrate import upgrade  # noqa: E402
 from service.models import ApiKey, Status, Submission  # noqa: E402
 from service.queue import INTERACTIVE  # noqa: E402

@@ -94,8 +94,9 @@ def _headers(response: Response) -> Response:
         form_action = " ".join(["'self'", *g.get("form_action", [])])
         ancestors = " ".join(services().settings.web_frame_ancestors) or "'none'"
         response.headers["Content-Security-Policy"] = (
-            f"default-src 'none'; style-src 'nonce-{nonce}'; script-src 'nonce-{nonce}'; "
-            f"img-src 'self'; form-action {form_action}; base-uri 'none'; "
+            f"default-src 'none'; style-src 'self' 'nonce-{nonce}'; "
+            f"script-src 'self' 'nonce-{nonce}'; img-src 'self' data:; connect-src 'self'; "
+            f"object-src 'none'; form-action {form_action}; base-uri 'none'; "
             f"frame-ancestors {ancestors}")
     response.headers.setdefault("Referrer-Policy", "no-referrer")
     response.headers.setdefault("X-Content-Type-Options", "nosniff")

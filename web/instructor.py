@@ -21,7 +21,7 @@ from api.app import services
 from judge.errors import ProblemNotFound, SubmissionRejected, UsageError
 from service.exports import gradescope_results, results_csv
 from service.launch_links import course_page_assignment
-from service.models import Status, Submission
+from service.models import Member, Status, Submission
 from service.pages import (
     SORTS,
     assignments,
@@ -175,8 +175,11 @@ def student(assignment_id: str) -> str:
         found = taught_assignment(s, who, assignment_id)
         rows = submissions_with_reports(s, found.id, user)
         shown = [(submission_out(r), r.code) for r in rows]
+        member = s.scalars(select(Member).where(Member.course_id == found.course_id,
+                                                Member.user_id == user)).first()
+        name = member.name if member is not None else ""
     return render_template("instructor/student.html", who=who, assignment=found,
-                           user=user, submissions=shown)
+                           user=user, name=name, submissions=shown)
 
 
 def _requeue(where: Any, queue: str) -> int:

@@ -17,11 +17,12 @@ from typing import Any
 from flask import Blueprint, jsonify, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 from pydantic import ValidationError
+from sqlalchemy import select
 
 from api.app import services
-from api.longpoll import wait_until
 from judge.errors import ProblemNotFound, SubmissionRejected, UsageError
 from judge.notebook import Source, source_from_upload
+from service.longpoll import wait_until
 from service.models import Assignment, Status, Submission
 from service.pages import find_submission, history
 from service.problems import detail
@@ -98,6 +99,11 @@ def assignment(assignment_id: str) -> str:
             if row.student_id != who.user_id or row.assignment_id != found.id:
                 raise PageError(404, "Not found", "There is no such submission of yours.")
             code = row.code
+        else:  # coming back: the editor holds the latest code the student sent
+            code = s.scalars(select(Submission.code).where(
+                Submission.assignment_id == found.id, Submission.student_id == who.user_id)
+                .order_by(Submission.received_at.desc(), Submission.id.desc()).limit(1)
+            ).first() or ""
     return render_template("student/assignment.html", **_context(
         who, found, selected=request.args.get("submission") or load or None, code=code))
 

@@ -38,7 +38,7 @@ def test_deep_linking_end_to_end(tool: Tool, platform: TestPlatform) -> None:
     picker, page = open_picker(tool, platform)
     assert "demo/layout" in page and "demo/sharded" in page
     csp = requests.get(tool.base + picker, timeout=10).headers["Content-Security-Policy"]
-    assert "script-src 'nonce-" in csp and "unsafe-inline" not in csp
+    assert "script-src 'self' 'nonce-" in csp and "unsafe-inline" not in csp
 
     answer = choose(tool, picker, page, "demo/layout")
     assert answer.status_code == 200, answer.text

@@ -19,13 +19,13 @@ from servers import Gunicorn, PostgresServer, RedisServer, service_env, wait_for
 from service_fixtures import auth, make_settings
 from sqlalchemy import select
 
-from api.longpoll import WAITS_KEY
 from judge.report import VerdictReport
 from judge.settings import Settings
 from judge.verdict import Verdict
 from service import metrics
 from service.db import Database
 from service.keys import create_key
+from service.longpoll import WAITS_KEY
 from service.migrate import upgrade
 from service.models import ApiKey
 from service.submissions import claim, store
