@@ -15,6 +15,8 @@ Bad input: one line and exit 2 (judge.cli turns UsageError into that).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 from redis import Redis, RedisError
 
@@ -34,8 +36,16 @@ def _database(settings: ServiceSettings) -> Database:
     return Database(settings.database_url)
 
 
+# Where `make up` writes the URL it serves the tool at (JAXJUDGE_PUBLIC_URL of its
+# processes), so the commands below find it without being told.
+PUBLIC_URL_FILE = Path("var") / "public_url"
+
+
 def _base(settings: ServiceSettings, base_url: str | None) -> str:
-    base = (base_url or settings.public_url).rstrip("/")
+    base = base_url or settings.public_url
+    if not base and (Path.cwd() / PUBLIC_URL_FILE).is_file():
+        base = (Path.cwd() / PUBLIC_URL_FILE).read_text().strip()
+    base = base.rstrip("/")
     if not base:
         raise UsageError("give --base-url (the tool's public URL, as an LMS reaches it) or "
                          "set JAXJUDGE_PUBLIC_URL")

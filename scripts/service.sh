@@ -61,6 +61,7 @@ up() {
     bash docker/engine.sh
     docker image inspect jaxjudge-sandbox:latest >/dev/null 2>&1 || PYTHON=$BIN/python bash docker/build-image.sh
     "$BIN/jaxjudge" db upgrade
+    echo "$JAXJUDGE_PUBLIC_URL" >"$VAR/public_url"  # read by `jaxjudge lti urls`
     stop_pid api; stop_pid worker; stop_pid webhooks; stop_pid sweeper
     # gevent: a greenlet per request, so long-polls (?wait=) hold no thread (api/longpoll.py).
     start_bg api "$BIN/gunicorn" --bind "127.0.0.1:$PORT" --worker-class gevent --workers 2 \
@@ -95,8 +96,7 @@ curl -s -H "Authorization: Bearer $(cat "$VAR/dev-key")" -H 'Content-Type: appli
 
 Instructor pages: http://127.0.0.1:$PORT/app/signin (sign in with the key in $VAR/dev-key)
 
-What an LMS administrator needs (docs/lti.md; again with
-JAXJUDGE_PUBLIC_URL=$JAXJUDGE_PUBLIC_URL $BIN/jaxjudge lti urls):
+What an LMS administrator needs (docs/lti.md; again with: $BIN/jaxjudge lti urls):
 MSG
     "$BIN/jaxjudge" lti urls
 }

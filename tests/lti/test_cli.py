@@ -93,7 +93,7 @@ def test_keys_rotate_and_list(run) -> None:  # type: ignore[no-untyped-def]
     assert rows[0][0] in second.stdout and rows[1][0] in first.stdout
 
 
-def test_urls(run) -> None:  # type: ignore[no-untyped-def]
+def test_urls(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     result = run("urls", "--base-url", "https://judge.example.edu/")
     assert result.returncode == 0, result.stderr
     out = result.stdout
@@ -106,6 +106,12 @@ def test_urls(run) -> None:  # type: ignore[no-untyped-def]
     from_setting = run("urls", JAXJUDGE_PUBLIC_URL="https://tool.example.org")
     assert "https://tool.example.org/lti/login" in from_setting.stdout
     one_line_usage_error(run("urls"), "--base-url")
+    # After `make up`: the URL it serves the tool at, from ./var/public_url.
+    (tmp_path / "var").mkdir()
+    (tmp_path / "var" / "public_url").write_text("http://127.0.0.1:8000\n")
+    after_up = run("urls")
+    assert after_up.returncode == 0, after_up.stderr
+    assert "http://127.0.0.1:8000/lti/login" in after_up.stdout
     one_line_usage_error(run("urls", "--base-url", "judge.example.edu"), "base URL")
 
 
