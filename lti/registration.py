@@ -19,11 +19,11 @@ from __future__ import annotations
 import json
 import secrets
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-import urllib3
 from redis import Redis
 from sqlalchemy.orm import Session
 
@@ -31,6 +31,7 @@ from judge.errors import UsageError
 from lti import platforms
 from lti.launch import LaunchError
 from service.models import LtiPlatform
+from service.webhooks import fetch
 
 LOGIN = "/lti/login"
 LAUNCH = "/lti/launch"
@@ -49,7 +50,7 @@ SCOPES = [
     "https://purl.imsglobal.org/spec/lti-ags/scope/score",
     "https://purl.imsglobal.org/spec/lti-nrps/scope/contextmembership.readonly",
 ]
-HTTP_TIMEOUT = urllib3.Timeout(connect=5, read=15)
+HTTP_TIMEOUT = 15.0  # seconds, per request
 MAX_BYTES = 256 * 1024
 
 
@@ -137,10 +138,6 @@ def _give_back(redis: Redis, token: str, record: dict[str, Any]) -> None:
 # -- dynamic registration
 
 
-def _http() -> urllib3.PoolManager:
-    return urllib3.PoolManager(timeout=HTTP_TIMEOUT, retries=False)
-
-
 def _url(name: str, value: Any) -> str:
     if not isinstance(value, str):
         raise LaunchError(f"the platform's configuration has no {name}", 502)
@@ -154,14 +151,22 @@ def _url(name: str, value: Any) -> str:
     return url
 
 
-def _json(response: urllib3.BaseHTTPResponse, what: str) -> dict[str, Any]:
-    if not 200 <= response.status < 300:
-        raise LaunchError(f"{what} answered HTTP {response.status}", 502)
-    body = response.data[:MAX_BYTES + 1]
-    if len(body) > MAX_BYTES:
+def _request(method: str, url: str, what: str, allow: Sequence[str],
+             headers: dict[str, str], body: bytes | None = None) -> dict[str, Any]:
+    """One request to the platform through the judge's outgoing HTTP client (the SSRF
+    policy of webhooks and LTI services: ``allow`` lifts it for an LMS on a private
+    address), its JSON object answer."""
+    out = fetch(method, url, headers=headers, allow=allow, timeout=HTTP_TIMEOUT, body=body,
+                content_type="application/json" if body is not None else None,
+                limit=MAX_BYTES)
+    if out.status is None:
+        raise LaunchError(f"{what} could not be reached ({out.error})", 502)
+    if not 200 <= out.status < 300:
+        raise LaunchError(f"{what} answered HTTP {out.status}", 502)
+    if not out.complete:
         raise LaunchError(f"{what} is too large", 502)
     try:
-        found = json.loads(body)
+        found = json.loads(out.body)
     except ValueError:
         raise LaunchError(f"{what} is not JSON", 502) from None
     if not isinstance(found, dict):
@@ -169,17 +174,12 @@ def _json(response: urllib3.BaseHTTPResponse, what: str) -> dict[str, Any]:
     return found
 
 
-def platform_configuration(config_url: str) -> dict[str, Any]:
+def platform_configuration(config_url: str, allow: Sequence[str]) -> dict[str, Any]:
     """The platform's OpenID configuration, fetched from the URL it gave (no redirect),
     its issuer on the same host as that URL."""
     config_url = _url("openid_configuration", config_url)
-    try:
-        response = _http().request("GET", config_url, redirect=False,
-                                   headers={"Accept": "application/json"})
-    except urllib3.exceptions.HTTPError:
-        raise LaunchError("the platform's OpenID configuration could not be fetched",
-                          502) from None
-    config = _json(response, "the platform's OpenID configuration")
+    config = _request("GET", config_url, "the platform's OpenID configuration", allow,
+                      {"Accept": "application/json"})
     issuer = _url("issuer", config.get("issuer"))
     if urlsplit(issuer).hostname != urlsplit(config_url).hostname:
         raise LaunchError("the platform's issuer is not on the host of its configuration "
@@ -223,35 +223,30 @@ class Registered:
 
 
 def register(s: Session, redis: Redis, base: str, invite_token: str, config_url: str,
-             registration_token: str | None) -> Registered:
+             registration_token: str | None, allow: Sequence[str] = ()) -> Registered:
     """Register the tool with the platform that opened ``/lti/register``, for the tenant
     of the invitation (used up when this succeeds, usable again when it fails)."""
     record = _take_invite(redis, invite_token)
     try:
-        return _register(s, base, record["tenant"], config_url, registration_token)
+        return _register(s, base, record["tenant"], config_url, registration_token, allow)
     except BaseException:
         _give_back(redis, invite_token, record)
         raise
 
 
 def _register(s: Session, base: str, tenant: str, config_url: str,
-              registration_token: str | None) -> Registered:
-    config = platform_configuration(config_url)
+              registration_token: str | None, allow: Sequence[str]) -> Registered:
+    config = platform_configuration(config_url, allow)
     issuer = _url("issuer", config.get("issuer"))
     endpoint = _url("registration_endpoint", config.get("registration_endpoint"))
     login_url = _url("authorization_endpoint", config.get("authorization_endpoint"))
     token_url = _url("token_endpoint", config.get("token_endpoint"))
     jwks_url = _url("jwks_uri", config.get("jwks_uri"))
-    headers = {"Content-Type": "application/json", "Accept": "application/json"}
+    headers = {"Accept": "application/json"}
     if registration_token:
         headers["Authorization"] = f"Bearer {registration_token}"
-    try:
-        response = _http().request("POST", endpoint, redirect=False, headers=headers,
-                                   body=json.dumps(client_registration(base, config)))
-    except urllib3.exceptions.HTTPError:
-        raise LaunchError("the platform's registration endpoint could not be reached",
-                          502) from None
-    answer = _json(response, "the platform's registration endpoint")
+    answer = _request("POST", endpoint, "the platform's registration endpoint", allow,
+                      headers, json.dumps(client_registration(base, config)).encode())
     client_id = answer.get("client_id")
     if not isinstance(client_id, str) or not client_id:
         raise LaunchError("the platform's registration answer has no client_id", 502)

@@ -308,5 +308,6 @@ def register() -> Response:
     with services().db.session() as s:
         done = registration.register(s, services().redis, base_url(),
                                      request.args.get("invite", ""), config_url,
-                                     request.args.get("registration_token") or None)
+                                     request.args.get("registration_token") or None,
+                                     services().settings.webhook_allow)
     return Response(render_template("lti/registered.html", done=done), mimetype="text/html")

@@ -11,12 +11,14 @@ from dataclasses import dataclass
 
 import pytest
 from flask import Flask
-from servers import free_port
+from servers import RedisServer, free_port
+from service_fixtures import make_settings
 from werkzeug.serving import make_server
 
 from lti import platforms
 from lti.launch import KeySets
 from service.db import Database
+from service.settings import ServiceSettings
 from tests.lti.platform import TestPlatform
 
 TENANT = "course-a"
@@ -36,6 +38,15 @@ class Tool:
     def keysets(self) -> KeySets:
         found: KeySets = self.app.extensions["jaxjudge.lti.keysets"]
         return found
+
+
+@pytest.fixture
+def service_settings(database_url: str, redis_server: RedisServer) -> ServiceSettings:
+    """The shared settings, with the test platform's address (127.0.0.1) let through the
+    SSRF policy of the judge's outgoing requests, as an LMS on a private address is."""
+    redis_server.client().flushall()
+    return make_settings(database_url, redis_server.url,
+                         webhook_allow=["127.0.0.1", "localhost"])
 
 
 @pytest.fixture

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 import requests
 from sqlalchemy import select
 
@@ -93,8 +94,26 @@ def test_issuer_on_another_host_is_refused(tool: Tool) -> None:
             "openid_configuration": platform.base.replace("127.0.0.1", "localhost")
             + "/.well-known/openid-configuration",
             "registration_token": platform.registration_token}, timeout=30)
-        assert r.status_code == 502 and "host" in r.text
+        assert r.status_code == 502 and "not on the host of its configuration" in r.text
         assert platform.registrations == []
+
+
+def test_a_platform_on_a_private_address_needs_the_allow_list(tool: Tool) -> None:
+    """The configuration is fetched by the judge's outgoing client, under the SSRF
+    policy of webhooks: a loopback platform not in ``webhook_allow`` is not contacted."""
+    from lti.launch import LaunchError
+
+    with TestPlatform(tool.base) as platform:
+        redis = tool.app.extensions["jaxjudge"].redis
+        token = invite(tool)
+        with tool.db.session() as s, pytest.raises(LaunchError) as refused:
+            registration.register(s, redis, tool.base, token,
+                                  platform.base + "/.well-known/openid-configuration",
+                                  platform.registration_token, allow=[])
+        assert "refused" in str(refused.value) and "could not be reached" in str(refused.value)
+        assert platform.registrations == []
+        with tool.db.session() as s:
+            assert s.scalars(select(LtiPlatform)).all() == []
 
 
 def test_canvas_json(tool: Tool) -> None:
