@@ -4,6 +4,9 @@
 #   IMAGE       tag to build                      (default: jaxjudge-sandbox:latest)
 #   BASE_IMAGE  a Python 3.11 base to pull        (default: python:3.11-slim-bookworm)
 #   MIRROR      Debian mirror for debootstrap     (default: from /etc/apt, else deb.debian.org)
+#   SECCOMP_OUT the zygote's seccomp profile      (default: var/zygote-seccomp.json)
+#   DOCKER_DEFAULT_SECCOMP  the engine's default seccomp profile (JSON); default: taken
+#               from Debian's golang-github-docker-docker-dev of the engine's version
 #
 # Where the base cannot be pulled (no registry), the base is made with debootstrap
 # (Debian 12 minbase + python3) and `docker import`, once. The host's pip settings (CA
@@ -58,3 +61,21 @@ docker build --network host -q \
     -t "$IMAGE" "$ctx" >/dev/null
 docker image prune -f --filter label=org.jaxjudge.stage=build >/dev/null 2>&1 || true
 echo "build-image: $IMAGE ready"
+
+# The zygote's seccomp profile: the engine's default plus unshare and mount
+# (judge/sandbox/seccomp.py). The default comes from the engine's own source package.
+SECCOMP_OUT=${SECCOMP_OUT:-var/zygote-seccomp.json}
+default=${DOCKER_DEFAULT_SECCOMP:-}
+if [ -z "$default" ]; then
+    version=$(dpkg-query -W -f '${source:Version}' docker.io 2>/dev/null || true)
+    [ -n "$version" ] || { echo "build-image: the engine is not Debian's docker.io; set DOCKER_DEFAULT_SECCOMP to its default seccomp profile" >&2; exit 1; }
+    pkg=$(mktemp -d)
+    trap 'rm -rf "$ctx" "$pkg" ${rootfs:+"$rootfs"}' EXIT
+    (cd "$pkg" && apt-get download -q "golang-github-docker-docker-dev=$version" >/dev/null 2>&1) \
+        || { echo "build-image: could not download golang-github-docker-docker-dev=$version (the engine's default seccomp profile)" >&2; exit 1; }
+    dpkg-deb -x "$pkg"/*.deb "$pkg/x"
+    default=$pkg/x/usr/share/gocode/src/github.com/docker/docker/profiles/seccomp/default.json
+fi
+mkdir -p "$(dirname "$SECCOMP_OUT")"
+"$PYTHON" -m judge.sandbox.seccomp "$default" > "$SECCOMP_OUT.tmp" && mv "$SECCOMP_OUT.tmp" "$SECCOMP_OUT"
+echo "build-image: the zygote's seccomp profile is in $SECCOMP_OUT"

@@ -102,6 +102,18 @@ class Settings(BaseSettings):
         default=4096, ge=64, description="Memory pooled containers start with; lowered to the "
         "problem's limit at hand-out. Problems above it get a fresh container."
     )
+    zygote_count: int = Field(
+        default=1, ge=1, description="Zygote containers per judge process (the zygote sandbox)."
+    )
+    zygote_children: int = Field(
+        default=200, ge=1, description="Submissions one zygote container serves before it is "
+        "replaced (it is replaced at once after any run that did not end cleanly).",
+    )
+    docker_seccomp_profile: Path = Field(
+        default_factory=lambda: Path.cwd() / "var" / "zygote-seccomp.json",
+        description="The zygote's seccomp profile, the engine's default plus unshare and mount "
+        "(written by `make sandbox-image`; default: ./var/zygote-seccomp.json).",
+    )
     pool_output_bytes: int = Field(
         default=16 << 20, gt=0, description="File size cap pooled containers start with; the "
         "harness lowers it to the problem's output limit."

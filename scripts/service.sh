@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # `make up` / `make down`: the whole service on this machine.
 #   up:   Redis (if none answers), the Docker engine, the sandbox image (if missing),
-#         migrations, the API on http://127.0.0.1:8000 (gunicorn), one grading worker with
-#         its warm pool, one webhook worker, the sweeper; prints a curl that grades a
+#         migrations, the API on http://127.0.0.1:8000 (gunicorn), one grading worker (a
+#         process per core, each with its zygote sandbox), one webhook worker, the sweeper; prints a curl that grades a
 #         seed solution.
 #   down: stops what `up` started.
 #   dev-key: writes var/dev-key, the admin key `up` prints (readable by this user only).
@@ -15,8 +15,7 @@ PORT=${JAXJUDGE_PORT:-8000}
 REDIS_PORT=${JAXJUDGE_REDIS_PORT:-6379}
 export JAXJUDGE_REDIS_URL=${JAXJUDGE_REDIS_URL:-redis://127.0.0.1:$REDIS_PORT/0}
 export JAXJUDGE_DATABASE_URL=${JAXJUDGE_DATABASE_URL:-sqlite:///$VAR/jaxjudge.db}
-export JAXJUDGE_SANDBOX=${JAXJUDGE_SANDBOX:-docker}
-export JAXJUDGE_POOL_SIZE=${JAXJUDGE_POOL_SIZE:-2}
+export JAXJUDGE_SANDBOX=${JAXJUDGE_SANDBOX:-zygote}
 # Where an LMS reaches the tool (LTI URLs are built from it); behind a TLS proxy, set it
 # to the public https URL and JAXJUDGE_TRUSTED_PROXY_HOPS.
 export JAXJUDGE_PUBLIC_URL=${JAXJUDGE_PUBLIC_URL:-http://127.0.0.1:$PORT}
@@ -59,7 +58,8 @@ up() {
         echo "redis: started on 127.0.0.1:$REDIS_PORT"
     fi
     bash docker/engine.sh
-    docker image inspect jaxjudge-sandbox:latest >/dev/null 2>&1 || PYTHON=$BIN/python bash docker/build-image.sh
+    { docker image inspect jaxjudge-sandbox:latest >/dev/null 2>&1 && [ -s var/zygote-seccomp.json ]; } \
+        || PYTHON=$BIN/python bash docker/build-image.sh
     "$BIN/jaxjudge" db upgrade
     echo "$JAXJUDGE_PUBLIC_URL" >"$VAR/public_url"  # read by `jaxjudge lti urls`
     stop_pid api; stop_pid worker; stop_pid webhooks; stop_pid sweeper

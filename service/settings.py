@@ -7,6 +7,7 @@ the same way and separately; a process that grades holds both.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from pydantic import Field
@@ -76,7 +77,11 @@ class ServiceSettings(BaseSettings):
         "database password in reach). Without it a worker whose sandbox does not isolate "
         "refuses to start and /readyz is not ready.",
     )
-    worker_concurrency: int = Field(default=1, gt=0, description="Grading processes per worker.")
+    worker_concurrency: int = Field(
+        default_factory=lambda: len(os.sched_getaffinity(0)), gt=0,
+        description="Grading processes per worker (default: the cores this process may use; "
+        "each keeps its own zygote).",
+    )
     soft_time_limit_seconds: float = Field(
         default=900.0, gt=0, description="A grading past this becomes an internal_error verdict."
     )

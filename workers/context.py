@@ -70,17 +70,16 @@ class Context:
 
     def state(self) -> dict[str, object]:
         sandbox = self._sandbox
-        pool = getattr(sandbox, "pool", None)
-        ready = pool.available() if pool is not None else 0
+        warm = sandbox.warm() if sandbox is not None else {}
         return {
             "sandbox": sandbox.name if sandbox else None,
             # Whether the backend isolates: /readyz wants a worker that says so.
             "isolated": self.isolated,
-            "pool_size": pool.size if pool is not None else 0,
-            "pool_ready": ready,
-            # Ready once it has shown it works: a pool that made a container (an empty pool
-            # between two refills still grades, in a fresh container), or no pool at all.
-            "sandbox_ready": sandbox is not None and (pool is None or pool.started > 0),
+            "pool_size": warm.get("size", 0),
+            "pool_ready": warm.get("ready", 0),
+            # Ready once it has shown it works: a pool (of containers or zygotes) that made
+            # one (an empty pool between two refills still grades), or no pool at all.
+            "sandbox_ready": sandbox is not None and (not warm or warm["started"] > 0),
         }
 
     def _announce(self) -> None:

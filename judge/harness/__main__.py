@@ -1,3 +1,8 @@
-from judge.harness.runner import main
+import sys
+
+if sys.argv[1:] == ["zygote"]:
+    from judge.harness.zygote import main
+else:
+    from judge.harness.runner import main
 
 main()

@@ -172,26 +172,45 @@ class Inbox:
         return message
 
 
-def main() -> None:
-    protocol_fd = os.dup(int(os.environ.get(PROTOCOL_FD_ENV, "1")))
-    send = make_sender(protocol_fd)
+def prepare() -> None:
+    """What every run shares, before any device is touched: the environment, the signal
+    dispositions and the jax and flax imports. The zygote does this once and forks."""
     os.environ["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={DEVICE_COUNT}"
     os.environ["JAX_PLATFORMS"] = "cpu"
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     for sig in (signal.SIGXFSZ, signal.SIGPIPE):
         signal.signal(sig, signal.SIG_IGN)
     signal.signal(signal.SIGALRM, _alarm)
-
-    t0 = time.perf_counter()
     import flax
     import flax.linen  # noqa: F401
     import jax
+    import jax.numpy  # noqa: F401
+    import numpy  # noqa: F401
+    from flax import nnx  # noqa: F401
+
+    from judge.harness import codec, integrity  # noqa: F401
+
+
+def main() -> None:
+    """A harness on its own: imports, then serves one submission."""
+    t0 = time.perf_counter()
+    prepare()
+    serve(int(os.environ.get(PROTOCOL_FD_ENV, "1")), t0)
+
+
+def serve(fd: int, t0: float) -> None:
+    """Serve one submission over the protocol (on ``fd`` and standard input), then leave
+    the process with ``os._exit``. The imports are done (:func:`prepare`); the devices are
+    brought up here, so a zygote can fork before."""
+    import flax
+    import jax
     import jax.numpy as jnp
     import numpy as np
-    from flax import nnx  # noqa: F401
 
     from judge.harness import codec, integrity
 
+    protocol_fd = os.dup(fd)
+    send = make_sender(protocol_fd)
     devices = len(jax.devices())
     encode = codec.make_encoder()
     inbox = Inbox()

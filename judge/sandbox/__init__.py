@@ -2,6 +2,8 @@
 
 ``docker``   the harness in a hardened container: for everything that is not the
              author's own code.
+``zygote``   hardened long-lived containers that import jax once and fork one child per
+             submission into fresh namespaces: the service's default (docs/security.md).
 ``process``  the harness as a child process with resource limits. For trusted code only:
              problem authors building and verifying packages, students checking locally.
 ``auto``     ``docker`` when an engine answers, else ``process`` (the CLI warns; a
@@ -19,6 +21,7 @@ from judge.settings import Settings
 BACKENDS: dict[str, str] = {
     "docker": "judge.sandbox.docker:DockerSandbox",
     "process": "judge.sandbox.process:ProcessSandbox",
+    "zygote": "judge.sandbox.zygote:ZygoteSandbox",
 }
 
 

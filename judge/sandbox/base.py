@@ -22,5 +22,10 @@ class Sandbox(ABC):
     @abstractmethod
     def run(self, job: Job) -> RunOutcome: ...
 
+    def warm(self) -> dict[str, int]:
+        """What it keeps started ahead of submissions: ``size`` wanted, ``ready`` now,
+        ``started`` ever; empty when it keeps nothing warm."""
+        return {}
+
     def close(self) -> None:  # noqa: B027 (optional hook, not abstract)
         """Release what the backend holds (pools, clients)."""

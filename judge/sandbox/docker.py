@@ -24,6 +24,7 @@ import socket
 import struct
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import docker.errors
@@ -39,7 +40,6 @@ from judge.sandbox.image import DIGEST_LABEL, VERSION_LABEL, harness_digest
 from judge.sandbox.protocol import Job, Limits, RunOutcome
 from judge.sandbox.supervisor import (
     EOF,
-    OVERFLOW,
     ExitInfo,
     QueuedLines,
     max_line,
@@ -50,6 +50,7 @@ from judge.settings import Settings
 SANDBOX_LABEL = "org.jaxjudge.sandbox"
 OWNER_LABEL = "org.jaxjudge.owner"
 SUBMISSION_LABEL = "org.jaxjudge.submission"
+ZYGOTE_LABEL = "org.jaxjudge.zygote"
 UID = "10001:10001"
 
 
@@ -105,6 +106,8 @@ class ContainerSpec:
     memory_mb: int
     fsize_bytes: int
     label: str = ""
+    zygote: bool = False  # runs the zygote (judge.sandbox.zygote) instead of one harness
+    seccomp: str = ""  # a seccomp profile (JSON) instead of the engine's default
 
     @classmethod
     def for_limits(cls, limits: Limits, label: str = "") -> ContainerSpec:
@@ -117,7 +120,7 @@ def create(api: APIClient, settings: Settings, spec: ContainerSpec) -> str:
         read_only=True,
         tmpfs={"/tmp": f"rw,size={settings.docker_tmpfs_mb}m,noexec,nosuid,nodev,mode=1777"},
         cap_drop=["ALL"],
-        security_opt=["no-new-privileges"],
+        security_opt=["no-new-privileges", *([f"seccomp={spec.seccomp}"] if spec.seccomp else [])],
         pids_limit=settings.docker_pids_limit,
         mem_limit=f"{spec.memory_mb}m",
         memswap_limit=f"{spec.memory_mb}m",
@@ -132,11 +135,20 @@ def create(api: APIClient, settings: Settings, spec: ContainerSpec) -> str:
         runtime=settings.docker_runtime or None,
         init=False,
     )
+    if spec.zygote:
+        # The container's /proc without Docker's masks, so that each child can mount a
+        # /proc of its own (the kernel allows that only over a fully visible one); the
+        # child puts the masks back on its own (judge.harness.zygote.fresh_proc).
+        host_config["MaskedPaths"] = []
+        host_config["ReadonlyPaths"] = []
     labels = {SANDBOX_LABEL: "1", OWNER_LABEL: owner_id()}
     if spec.label:
         labels[SUBMISSION_LABEL] = spec.label[:200]
+    if spec.zygote:
+        labels[ZYGOTE_LABEL] = "1"
     container = api.create_container(
         settings.sandbox_image,
+        command=["zygote"] if spec.zygote else None,
         stdin_open=True,  # and so StdinOnce: closing our end is the job's end of file
         user=UID,
         environment={},
@@ -148,9 +160,70 @@ def create(api: APIClient, settings: Settings, spec: ContainerSpec) -> str:
     return str(container["Id"])
 
 
+class Attachment:
+    """A container's attach stream: standard input in; standard output and error out,
+    demultiplexed by a reader thread into ``on_stdout`` and ``on_stderr`` (each returns
+    False to stop reading); ``on_end`` runs once when the stream ends."""
+
+    def __init__(self, api: APIClient, cid: str, on_stdout: Callable[[bytes], bool],
+                 on_stderr: Callable[[bytes], bool], on_end: Callable[[], None]) -> None:
+        self.on_stdout, self.on_stderr, self.on_end = on_stdout, on_stderr, on_end
+        self.dead = threading.Event()
+        sock = api.attach_socket(cid, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
+        self.sock: socket.socket = sock._sock
+        self._reader = threading.Thread(target=self._read, daemon=True)
+
+    def start(self) -> None:
+        self._reader.start()
+
+    def _recv(self, n: int) -> bytes | None:
+        data = bytearray()
+        while len(data) < n:
+            chunk = self.sock.recv(min(n - len(data), 1 << 16))
+            if not chunk:
+                return None
+            data += chunk
+        return bytes(data)
+
+    def _read(self) -> None:
+        try:
+            while True:
+                header = self._recv(8)
+                if header is None:
+                    break
+                stream, size = struct.unpack(">BxxxL", header)
+                consume = self.on_stderr if stream == 2 else self.on_stdout
+                while size:
+                    chunk = self._recv(min(size, 1 << 16))
+                    if chunk is None:
+                        return
+                    size -= len(chunk)
+                    if not consume(chunk):
+                        return
+        except OSError:
+            pass
+        finally:
+            self.dead.set()
+            self.on_end()
+
+    def write(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def end_input(self) -> None:
+        self.sock.shutdown(socket.SHUT_WR)
+
+    def close(self) -> None:
+        # The stream first: a harness blocked writing to it (a flood on the protocol
+        # descriptor) would hold a forced removal until the API call times out.
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)
+        with contextlib.suppress(OSError):
+            self.sock.close()
+
+
 class DockerChannel(QueuedLines):
     """The supervisor's channel over a container's attach stream (stdout: protocol lines,
-    stderr: the harness's diagnostics), demultiplexed by a reader thread."""
+    stderr: the harness's diagnostics)."""
 
     def __init__(self, api: APIClient, cid: str, max_line: int, max_stderr: int) -> None:
         super().__init__()
@@ -159,86 +232,36 @@ class DockerChannel(QueuedLines):
         self.max_line = max_line
         self.max_stderr = max_stderr
         self.stderr = bytearray()
-        self._dead = threading.Event()
         self._killed = False
-        sock = api.attach_socket(cid, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
-        self._sock: socket.socket = sock._sock
-        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._stream = Attachment(api, cid, self.feed, self._keep_stderr,
+                                  lambda: self.lines.put(EOF))
 
     def start(self) -> DockerChannel:
         self.api.start(self.cid)
-        self._reader.start()
+        self._stream.start()
         return self
 
-    def _recv(self, n: int) -> bytes | None:
-        data = bytearray()
-        while len(data) < n:
-            chunk = self._sock.recv(min(n - len(data), 1 << 16))
-            if not chunk:
-                return None
-            data += chunk
-        return bytes(data)
-
-    def _read(self) -> None:
-        pending = bytearray()
-        try:
-            while True:
-                header = self._recv(8)
-                if header is None:
-                    break
-                stream, size = struct.unpack(">BxxxL", header)
-                if stream == 2:
-                    body = self._recv(size)
-                    if body is None:
-                        break
-                    room = self.max_stderr - len(self.stderr)
-                    if room > 0:
-                        self.stderr += body[:room]
-                    continue
-                while size:  # stdout: protocol lines, capped as they stream in
-                    chunk = self._recv(min(size, 1 << 16))
-                    if chunk is None:
-                        break
-                    size -= len(chunk)
-                    scan = len(pending)  # only new bytes can hold a newline: linear time
-                    pending += chunk
-                    start = 0
-                    while (newline := pending.find(b"\n", max(scan, start))) >= 0:
-                        line, start = bytes(pending[start : newline + 1]), newline + 1
-                        if len(line) > self.max_line:
-                            self.lines.put(OVERFLOW)
-                            return
-                        self.lines.put(line)
-                    del pending[:start]
-                    if len(pending) > self.max_line:
-                        self.lines.put(OVERFLOW)
-                        return
-        except OSError:
-            pass
-        finally:
-            self._dead.set()
-            self.lines.put(EOF)
+    def _keep_stderr(self, body: bytes) -> bool:
+        room = self.max_stderr - len(self.stderr)
+        if room > 0:
+            self.stderr += body[:room]
+        return True
 
     @property
     def alive(self) -> bool:
-        return not self._dead.is_set()
+        return not self._stream.dead.is_set()
 
     def _write_input(self, data: bytes) -> None:
-        self._sock.sendall(data)
+        self._stream.write(data)
 
     def _end_input(self) -> None:
-        self._sock.shutdown(socket.SHUT_WR)
+        self._stream.end_input()
 
     def kill(self) -> None:
         if self._killed:
             return
         self._killed = True
-        # The attach stream first: a harness blocked writing to it (a flood on the
-        # protocol descriptor) would hold a forced removal until the API call times out.
-        with contextlib.suppress(OSError):
-            self._sock.shutdown(socket.SHUT_RDWR)
-        with contextlib.suppress(OSError):
-            self._sock.close()
+        self._stream.close()
         remove(self.api, self.cid)
 
     def exit_info(self) -> ExitInfo:
@@ -378,6 +401,12 @@ class DockerSandbox(Sandbox):
         except ENGINE_ERRORS:
             return False
         return True
+
+    def warm(self) -> dict[str, int]:
+        if self.pool is None:
+            return {}
+        return {"size": self.pool.size, "ready": self.pool.available(),
+                "started": self.pool.started}
 
     def close(self) -> None:
         if self.pool is not None:

@@ -23,6 +23,7 @@ import logging
 import queue
 import threading
 import time
+from typing import Any
 
 from docker.api import APIClient
 
@@ -45,11 +46,11 @@ REAP_EVERY_SECONDS = 60.0
 
 
 class WarmPool:
-    def __init__(self, api: APIClient, settings: Settings) -> None:
+    def __init__(self, api: APIClient, settings: Settings, size: int | None = None) -> None:
         self.api = api
         self.settings = settings
-        self.size = settings.pool_size
-        self.ready: queue.Queue[DockerChannel] = queue.Queue()
+        self.size = settings.pool_size if size is None else size
+        self.ready: queue.Queue[Any] = queue.Queue()
         self.wanted = threading.Event()
         self.stopping = threading.Event()
         self.failures = 0
@@ -91,6 +92,9 @@ class WarmPool:
                 continue
             return channel
 
+    def _enough(self) -> bool:
+        return self.ready.qsize() >= self.size
+
     def available(self) -> int:
         return self.ready.qsize()
 
@@ -106,7 +110,7 @@ class WarmPool:
                 with contextlib.suppress(*ENGINE_ERRORS):
                     reap(self.api, self.settings.docker_reap_after_seconds)
                 last_reap = time.monotonic()
-            if self.ready.qsize() >= self.size:
+            if self._enough():
                 self.wanted.wait(timeout=1.0)
                 self.wanted.clear()
                 continue
@@ -122,7 +126,7 @@ class WarmPool:
             self.started += 1
             self.ready.put(channel)
 
-    def _start_one(self) -> DockerChannel | None:
+    def _start_one(self) -> Any:
         spec = ContainerSpec(memory_mb=self.settings.pool_memory_mb,
                              fsize_bytes=self.settings.pool_output_bytes)
         cid = None

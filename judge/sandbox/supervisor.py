@@ -97,11 +97,34 @@ class QueuedLines:
     goes through a writer thread, so that a harness that stops reading never blocks the
     supervisor past its deadlines (killing the channel unblocks the writer)."""
 
+    max_line: int = 1 << 20
+
     def __init__(self) -> None:
         self.lines: queue.Queue[LineResult] = queue.Queue()
         self.pushed: list[bytes] = []
         self._outbox: queue.Queue[bytes | None] = queue.Queue()
         self._writer: threading.Thread | None = None
+        self._partial = bytearray()
+
+    def feed(self, chunk: bytes) -> bool:
+        """Split what the harness wrote into lines, capped at ``max_line`` as they stream
+        in (only new bytes are scanned for a newline: linear time). False once a line ran
+        over the cap (OVERFLOW is queued: read no further)."""
+        pending = self._partial
+        scan = len(pending)
+        pending += chunk
+        start = 0
+        while (newline := pending.find(b"\n", max(scan, start))) >= 0:
+            line, start = bytes(pending[start : newline + 1]), newline + 1
+            if len(line) > self.max_line:
+                self.lines.put(OVERFLOW)
+                return False
+            self.lines.put(line)
+        del pending[:start]
+        if len(pending) > self.max_line:
+            self.lines.put(OVERFLOW)
+            return False
+        return True
 
     def push_back(self, line: bytes) -> None:
         self.pushed.append(line)

@@ -13,7 +13,7 @@ from typing import Any
 from docker.api import APIClient
 
 from judge.report import VerdictReport
-from judge.sandbox.docker import OWNER_LABEL, SANDBOX_LABEL, owner_id, pid_alive
+from judge.sandbox.docker import OWNER_LABEL, SANDBOX_LABEL, ZYGOTE_LABEL, owner_id, pid_alive
 from judge.settings import Settings
 from judge.verdict import Verdict
 
@@ -190,9 +190,11 @@ def api_client(settings: Settings) -> APIClient:
     return APIClient(base_url=settings.docker_host, timeout=settings.docker_timeout)
 
 
-def our_containers(api: APIClient) -> list[dict[str, Any]]:
-    """Sandbox containers made by this process (the owner label is host:pid)."""
-    return api.containers(all=True, filters={"label": f"{OWNER_LABEL}={owner_id()}"})
+def our_containers(api: APIClient, zygotes: bool = True) -> list[dict[str, Any]]:
+    """Sandbox containers made by this process (the owner label is host:pid); with
+    ``zygotes=False``, not the zygotes' long-lived ones."""
+    found = api.containers(all=True, filters={"label": f"{OWNER_LABEL}={owner_id()}"})
+    return [c for c in found if zygotes or ZYGOTE_LABEL not in (c.get("Labels") or {})]
 
 
 def stray_containers(api: APIClient) -> list[dict[str, Any]]:

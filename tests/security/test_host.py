@@ -11,6 +11,8 @@ import docker.errors
 import pytest
 from docker.api import APIClient
 
+from judge.sandbox import seccomp
+from judge.sandbox.base import Sandbox
 from judge.sandbox.docker import owner_id
 from judge.settings import Settings
 from judge.verdict import Verdict
@@ -246,14 +248,16 @@ def _comm(pid: str) -> str:
 
 
 def test_the_running_container_is_created_hardened(
-    judge_layout: Judge, docker_api: APIClient, settings: Settings
+    judge_layout: Judge, docker_api: APIClient, settings: Settings, docker_sandbox: Sandbox
 ) -> None:
-    # Inspect the sandbox from the host while a submission sleeps in it.
+    # Inspect the sandbox from the host while a submission sleeps in it (the last look
+    # before the run ended: a zygote's container exists before, with the pool's limits).
     seen: list[dict] = []
+    graded = threading.Event()
 
     def inspect() -> None:
         deadline = time.monotonic() + 20
-        while not seen and time.monotonic() < deadline:
+        while not graded.is_set() and time.monotonic() < deadline:
             for info in our_containers(docker_api):
                 try:
                     seen.append(docker_api.inspect_container(info["Id"]))
@@ -263,23 +267,35 @@ def test_the_running_container_is_created_hardened(
 
     watcher = threading.Thread(target=inspect)
     watcher.start()
-    report = judge_layout("""
-        import time
-        def layout(num_devices, kernel_in, kernel_out):
-            if num_devices == 4:
-                time.sleep(1.5)
-            return [int(kernel_in), int(kernel_out) // int(num_devices)]
-    """)
-    watcher.join()
+    try:
+        report = judge_layout("""
+            import time
+            def layout(num_devices, kernel_in, kernel_out):
+                if num_devices == 4:
+                    time.sleep(1.5)
+                return [int(kernel_in), int(kernel_out) // int(num_devices)]
+        """)
+    finally:
+        graded.set()
+        watcher.join()
     assert report.verdict is Verdict.ACCEPTED, describe(report)
     assert seen, "no sandbox container was seen while the submission ran"
-    config, host = seen[0]["Config"], seen[0]["HostConfig"]
+    config, host = seen[-1]["Config"], seen[-1]["HostConfig"]
+    zygote = docker_sandbox.name == "zygote"
     assert host["NetworkMode"] == "none" and config.get("NetworkDisabled") is True
     assert host["ReadonlyRootfs"] is True and host["Privileged"] is False
     assert host["CapDrop"] == ["ALL"] and not host.get("CapAdd")
     assert "no-new-privileges" in (host.get("SecurityOpt") or [])
     assert not any("seccomp=unconfined" in o or "apparmor=unconfined" in o
                    for o in host.get("SecurityOpt") or [])
+    if zygote:
+        # The zygote's profile: the engine's default plus unshare and mount (its children
+        # refuse both again); /proc unmasked, each child masks its own fresh /proc.
+        profiles = [o for o in host["SecurityOpt"] if o.startswith("seccomp=")]
+        assert profiles == [f"seccomp={seccomp.load(settings.docker_seccomp_profile)}"]
+        assert host["MaskedPaths"] == [] and host["ReadonlyPaths"] == []
+    else:
+        assert "/proc/kcore" in host["MaskedPaths"] and "/proc/sys" in host["ReadonlyPaths"]
     assert host["PidsLimit"] == 128
     assert host["Memory"] == host["MemorySwap"] == 1024 << 20  # the problem's, no swap
     assert host["NanoCpus"] > 0 and host["CpusetCpus"]
@@ -294,5 +310,8 @@ def test_the_running_container_is_created_hardened(
     assert config["Labels"]["org.jaxjudge.sandbox"] == "1"
     assert config["Labels"]["org.jaxjudge.owner"] == owner_id()
     ulimits = {u["Name"]: (u["Soft"], u["Hard"]) for u in host["Ulimits"]}
-    assert ulimits["fsize"] == (64 * 1024 + 1,) * 2 and ulimits["core"] == (0, 0)
+    # A zygote's container starts with the pool's file size; each child lowers its own to
+    # the problem's (test_no_root_no_capabilities_no_new_privileges: it cannot raise it).
+    fsize = settings.pool_output_bytes if zygote else 64 * 1024 + 1
+    assert ulimits["fsize"] == (fsize,) * 2 and ulimits["core"] == (0, 0)
     assert ulimits["nofile"][1] <= 1024

@@ -184,8 +184,9 @@ def test_sign_and_verify_round_trip() -> None:
     assert not verify(SECRET, BODY + b" ", headers)
     assert not verify(new_secret(), BODY, headers)
     assert not verify(SECRET, BODY, headers | {ID_HEADER: "dlv-0002"})  # the id is signed
-    for bad in ("", "v1,", "v1", "v2," + headers[SIGNATURE_HEADER][3:],
-                headers[SIGNATURE_HEADER][:-2] + "A=", "v1,!!!"):
+    signature = headers[SIGNATURE_HEADER]
+    changed = signature[:-2] + ("B" if signature[-2] == "A" else "A") + "="  # one char off
+    for bad in ("", "v1,", "v1", "v2," + signature[3:], changed, "v1,!!!"):
         assert not verify(SECRET, BODY, headers | {SIGNATURE_HEADER: bad}), bad
     assert not verify(SECRET, BODY, {k: v for k, v in headers.items() if k != ID_HEADER})
 
