@@ -43,9 +43,12 @@ lint: install
 	$(BIN)/lint-imports
 	$(BIN)/mypy
 
+# verify and the security suite run in the zygote sandbox (the fast path, as the service);
+# the security suite runs once more with a fresh container per submission.
 test: lint services
 	$(BIN)/jaxjudge verify
 	$(BIN)/pytest
+	JAXJUDGE_SECURITY_SANDBOX=docker $(BIN)/pytest tests/security --deselect tests/security/test_zygote.py
 
 # The browser tests, copying one current picture of each page into docs/screenshots/.
 screenshots: install services

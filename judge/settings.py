@@ -56,6 +56,11 @@ class Settings(BaseSettings):
         default=0.25, ge=0, description="Time from the harness's clock stopping to its result "
         "arriving (encoding, transfer) that does not count against a test's limit.",
     )
+    xla_flags: str = Field(
+        default="",
+        description="XLA compile flags every sandbox's harness adds to its 8 CPU devices "
+        "(--xla_name=value words; docs/performance.md says which were measured and why).",
+    )
     result_bytes: int = Field(
         default=1 << 20, gt=0, description="Largest encoded return value of one test."
     )

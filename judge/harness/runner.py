@@ -15,6 +15,7 @@ import contextlib
 import json
 import linecache
 import os
+import re
 import resource
 import signal
 import sys
@@ -172,10 +173,23 @@ class Inbox:
         return message
 
 
+COMPILE_FLAGS_ENV = "JAXJUDGE_XLA_FLAGS"
+_FLAG = re.compile(r"--xla_[a-z0-9_]+=[A-Za-z0-9_.-]+")
+
+
+def set_xla_flags(compile_flags: str) -> None:
+    """``XLA_FLAGS``: the 8 CPU devices, and the judge's compile flags (from the trusted
+    side; anything but ``--xla_name=value`` words is ignored). XLA reads them when the
+    devices come up, so a zygote's child may still set its own."""
+    words = [w for w in compile_flags.split() if _FLAG.fullmatch(w)]
+    os.environ["XLA_FLAGS"] = " ".join(
+        [f"--xla_force_host_platform_device_count={DEVICE_COUNT}", *words])
+
+
 def prepare() -> None:
     """What every run shares, before any device is touched: the environment, the signal
     dispositions and the jax and flax imports. The zygote does this once and forks."""
-    os.environ["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={DEVICE_COUNT}"
+    set_xla_flags(os.environ.pop(COMPILE_FLAGS_ENV, ""))
     os.environ["JAX_PLATFORMS"] = "cpu"
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     for sig in (signal.SIGXFSZ, signal.SIGPIPE):

@@ -29,7 +29,7 @@ forks a **relay** per child that carries the child's bytes and dies with it. So 
 input or output of one submission is ever in the memory the next child is copied from.
 
 Frames, both ways on the container's standard input and output: a byte of kind, four bytes
-of length (big-endian), the payload. In: ``SPAWN`` (JSON: the child's tmpfs size), ``DATA``
+of length (big-endian), the payload. In: ``SPAWN`` (JSON: the child's tmpfs size and compile flags), ``DATA``
 (bytes for the child's standard input), ``CLOSE`` (its end of input), ``DONE`` (the
 trusted side has seen ``EXIT`` and sends nothing more for this child). Out: ``READY``
 (JSON, once), ``DATA`` (what the child wrote on its protocol descriptor), ``DIAG`` (its
@@ -325,6 +325,7 @@ class Relay:
             stdin_r, stdin_w = os.pipe()
             stdout_r, stdout_w = os.pipe()
             stderr_r, stderr_w = os.pipe()
+            runner.set_xla_flags(str(request.get("xla_flags", "")))  # read at device start
             pid = os.fork()
             if pid == 0:
                 keeper((stdin_r, stdout_w, stderr_w), int(request["tmpfs_mb"]),

@@ -6,8 +6,9 @@
              submission into fresh namespaces: the service's default (docs/security.md).
 ``process``  the harness as a child process with resource limits. For trusted code only:
              problem authors building and verifying packages, students checking locally.
-``auto``     ``docker`` when an engine answers, else ``process`` (the CLI warns; a
-             service worker refuses it: ``workers/isolation.py``).
+``auto``     ``zygote`` when an engine answers and the zygote's seccomp profile exists,
+             else ``docker`` when an engine answers, else ``process`` (the CLI warns; a
+             service worker refuses the last: ``workers/isolation.py``).
 """
 
 from __future__ import annotations
@@ -39,14 +40,28 @@ def backend(name: str) -> type[Sandbox]:
     return cls
 
 
+def resolve(name: str, settings: Settings) -> str:
+    """``name``, with ``auto`` made concrete: ``zygote`` when an engine answers and the
+    zygote's seccomp profile is there, else ``docker`` when an engine answers, else
+    ``process`` (the CLI warns; a service worker refuses it: ``workers/isolation.py``)."""
+    if name != "auto":
+        return name
+    from judge.errors import SandboxError
+    from judge.sandbox import seccomp
+    from judge.sandbox.docker import engine_answers
+
+    if not engine_answers(settings):
+        return "process"
+    try:
+        seccomp.load(settings.docker_seccomp_profile)
+    except SandboxError:
+        return "docker"
+    return "zygote"
+
+
 def get_sandbox(name: str, settings: Settings) -> Sandbox:
-    """The backend called ``name``; ``auto`` is docker when an engine answers, else
-    process (for the CLI, which warns; the service never asks for ``auto``'s fallback)."""
-    if name == "auto":
-        from judge.sandbox.docker import engine_answers
-
-        name = "docker" if engine_answers(settings) else "process"
-    return backend(name)(settings)
+    """The backend called ``name`` (``auto``: see :func:`resolve`)."""
+    return backend(resolve(name, settings))(settings)
 
 
-__all__ = ["BACKENDS", "Sandbox", "backend", "get_sandbox"]
+__all__ = ["BACKENDS", "Sandbox", "backend", "get_sandbox", "resolve"]

@@ -35,6 +35,7 @@ from docker.types import Ulimit
 import docker
 from judge.errors import SandboxError, SandboxUnavailable
 from judge.harness import HARNESS_VERSION
+from judge.harness.runner import COMPILE_FLAGS_ENV
 from judge.sandbox.base import Sandbox
 from judge.sandbox.image import DIGEST_LABEL, VERSION_LABEL, harness_digest
 from judge.sandbox.protocol import Job, Limits, RunOutcome
@@ -151,7 +152,10 @@ def create(api: APIClient, settings: Settings, spec: ContainerSpec) -> str:
         command=["zygote"] if spec.zygote else None,
         stdin_open=True,  # and so StdinOnce: closing our end is the job's end of file
         user=UID,
-        environment={},
+        # Nothing from the host: the judge's compile flags only (a zygote's children get
+        # them in each SPAWN).
+        environment=({COMPILE_FLAGS_ENV: settings.xla_flags}
+                     if settings.xla_flags and not spec.zygote else {}),
         working_dir="/tmp",
         labels=labels,
         host_config=host_config,

@@ -35,6 +35,7 @@ import tempfile
 import threading
 from typing import IO
 
+from judge.harness.runner import COMPILE_FLAGS_ENV
 from judge.sandbox.base import Sandbox
 from judge.sandbox.protocol import Job, RunOutcome
 from judge.sandbox.supervisor import (
@@ -160,7 +161,8 @@ class ProcessSandbox(Sandbox):
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 cwd=workdir,
-                env={},
+                env=({COMPILE_FLAGS_ENV: self.settings.xla_flags}
+                     if self.settings.xla_flags else {}),
                 start_new_session=True,
             )
             channel = ProcessChannel(

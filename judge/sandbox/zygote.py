@@ -234,7 +234,8 @@ class ZygoteContainer:
                              self.settings.harness_stderr_bytes)
         self.child = child
         self.served += 1
-        self.write(SPAWN, json.dumps({"tmpfs_mb": self.settings.docker_tmpfs_mb}).encode())
+        self.write(SPAWN, json.dumps({"tmpfs_mb": self.settings.docker_tmpfs_mb,
+                                      "xla_flags": self.settings.xla_flags}).encode())
         return child
 
     def kill(self) -> None:

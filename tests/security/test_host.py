@@ -306,7 +306,10 @@ def test_the_running_container_is_created_hardened(
     assert host["UTSMode"] == "" and host["UsernsMode"] == ""
     assert config["User"] == "10001:10001"
     image_env = docker_api.inspect_image(settings.sandbox_image)["Config"].get("Env") or []
-    assert sorted(config.get("Env") or []) == sorted(image_env)  # nothing from the host
+    # Nothing from the host; the judge's compile flags (a zygote's children get them in
+    # each SPAWN instead).
+    flags = [f"JAXJUDGE_XLA_FLAGS={settings.xla_flags}"] if settings.xla_flags and not zygote else []
+    assert sorted(config.get("Env") or []) == sorted(image_env + flags)
     assert config["Labels"]["org.jaxjudge.sandbox"] == "1"
     assert config["Labels"]["org.jaxjudge.owner"] == owner_id()
     ulimits = {u["Name"]: (u["Soft"], u["Hard"]) for u in host["Ulimits"]}

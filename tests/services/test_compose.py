@@ -62,10 +62,11 @@ def test_compose_has_every_part_with_health_checks(services: dict[str, Any]) -> 
     assert services["sweeper"]["command"] == ["python", "-m", "workers.sweeper"]
 
 
-def test_every_grading_worker_grades_in_the_docker_sandbox(
+def test_every_grading_worker_grades_in_the_zygote_sandbox(
         services: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
     """The settings each grading worker reads from its environment, parsed as the worker
-    parses them: the docker sandbox, and grading without isolation never allowed."""
+    parses them: the zygote sandbox with its profile mounted, and grading without
+    isolation never allowed."""
     graders = [name for name, service in services.items() if grades(service)]
     assert graders == ["worker"]
     for name, service in services.items():
@@ -79,7 +80,9 @@ def test_every_grading_worker_grades_in_the_docker_sandbox(
         for variable, value in env.items():
             monkeypatch.setenv(variable, value)
         judge, service_settings = Settings(), ServiceSettings()
-        assert judge.sandbox == "docker"
+        assert judge.sandbox == "zygote"
         assert service_settings.insecure_unsandboxed_grading is False
-        assert grading_sandbox(judge, service_settings.insecure_unsandboxed_grading) == "docker"
+        assert grading_sandbox(judge, service_settings.insecure_unsandboxed_grading) == "zygote"
+        profile = str(judge.docker_seccomp_profile)
+        assert f"./var/zygote-seccomp.json:{profile}:ro" in service["volumes"]
         assert judge.docker_host == "unix:///var/run/docker.sock"
