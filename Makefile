@@ -64,6 +64,8 @@ bench: install
 	$(BIN)/python bench/grade_problems.py
 	$(BIN)/python bench/sandbox.py
 	$(BIN)/python bench/service.py
+	$(BIN)/python bench/compile_flags.py
+	$(BIN)/python bench/speed.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache var frontend/node_modules web/static/dist

@@ -19,13 +19,11 @@ import os
 import shutil
 import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import requests
 from docsection import measured, replace_section
 from rich.console import Console
 from rich.table import Table
@@ -33,103 +31,21 @@ from rich.table import Table
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from servers import Gunicorn, RedisServer, Worker, service_env, wait_for  # noqa: E402
+from servers import wait_for  # noqa: E402
+from stack import HEARTBEAT, Stack, remove_leftovers  # noqa: E402
 
 from judge.catalog import Catalog  # noqa: E402
 from judge.grading import grade  # noqa: E402
-from judge.sandbox.docker import OWNER_LABEL, SANDBOX_LABEL, DockerSandbox  # noqa: E402
+from judge.sandbox.docker import DockerSandbox  # noqa: E402
 from judge.settings import Settings  # noqa: E402
-from service import metrics  # noqa: E402
-from service.db import Database  # noqa: E402
-from service.keys import create_key  # noqa: E402
-from service.migrate import upgrade  # noqa: E402
 
 PROBLEM = "jax-sharding/partitionspec-layout"
 SOLUTION = ROOT / "problemsets" / PROBLEM / "submissions" / "accepted" / "arithmetic.py"
-HEARTBEAT = 1.0  # seconds between the worker's pool announcements
 
 
 def p95(values: list[float]) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
-
-
-class Stack:
-    """Redis, the database, one grading worker and gunicorn, in ``folder``."""
-
-    def __init__(self, folder: Path, pool_size: int, concurrency: int) -> None:
-        self.folder, self.pool_size, self.concurrency = folder, pool_size, concurrency
-        self.redis = RedisServer(folder / "redis")
-        self.worker: Worker | None = None
-        self.api: Gunicorn | None = None
-        self.owners: set[str] = set()  # grading processes seen: owners of our containers
-        self.http = requests.Session()
-        self.base = ""
-
-    def start(self) -> None:
-        self.redis.start()
-        database_url = f"sqlite:///{self.folder / 'jaxjudge.db'}"
-        upgrade(database_url)
-        db = Database(database_url)
-        with db.session() as s:
-            self.http.headers["Authorization"] = "Bearer " + create_key(s, "bench", "instructor")
-        db.dispose()
-        env = service_env({
-            "database_url": database_url, "redis_url": self.redis.url, "sandbox": "docker",
-            "problems_dir": ROOT / "problemsets", "pool_size": self.pool_size,
-            "rate_limit": "", "submit_rate_limit": "", "heartbeat_seconds": HEARTBEAT})
-        self.worker = Worker(env, self.folder / "worker.log", "-Q", "interactive,batch",
-                             "--concurrency", str(self.concurrency))
-        self.api = Gunicorn(env, self.folder / "api.log")
-        self.base = self.api.base
-        wait_for(self.pool_full, 180, "a full warm pool", every=0.2)
-
-    def pool_full(self) -> bool:
-        states = metrics.workers(self.redis.client())
-        self.owners.update(states)
-        return len(states) >= self.concurrency and all(
-            s.get("pool_ready", 0) >= self.pool_size for s in states.values())
-
-    def submit(self, code: str) -> tuple[float, float]:
-        """Milliseconds from POST to verdict, and the worker's grading time in them."""
-        started = time.perf_counter()
-        r = self.http.post(f"{self.base}/v1/submissions?wait=60", timeout=90,
-                           json={"problem": PROBLEM, "code": code})
-        r.raise_for_status()
-        body = r.json()
-        while body["status"] != "done":
-            body = self.http.get(f"{self.base}/v1/submissions/{body['id']}?wait=60",
-                                 timeout=90).json()
-        elapsed = (time.perf_counter() - started) * 1000
-        if body["verdict"] != "accepted":
-            raise SystemExit(f"{body['id']}: {body['verdict']}")
-        return elapsed, body["report"]["timings"]["total_ms"]
-
-    def batch(self, code: str, n: int) -> float:
-        """Seconds from POST /v1/batches to done; every verdict must be accepted."""
-        entries = [{"student_id": f"s{i:03d}", "code": code} for i in range(n)]
-        started = time.perf_counter()
-        r = self.http.post(f"{self.base}/v1/batches", timeout=120, json={
-            "problem": PROBLEM, "name": "bench", "submissions": entries})
-        r.raise_for_status()
-        url = f"{self.base}/v1/batches/{r.json()['id']}"
-
-        def finished() -> dict | None:
-            found = self.http.get(url, timeout=30).json()
-            return found if found["done"] else None
-
-        body = wait_for(finished, 1800, "the batch", every=0.5)
-        elapsed = time.perf_counter() - started
-        if body["verdicts"] != {"accepted": n}:
-            raise SystemExit(f"batch verdicts: {body['verdicts']}")
-        return elapsed
-
-    def stop(self) -> None:
-        if self.api is not None:
-            self.api.stop()
-        if self.worker is not None:
-            self.worker.stop()  # its grading processes close their pools
-        self.redis.stop()
 
 
 def fresh_baseline(code: str, runs: int, back_to_back: int) -> tuple[list, float]:
@@ -155,15 +71,21 @@ def fresh_baseline(code: str, runs: int, back_to_back: int) -> tuple[list, float
         sandbox.close()
 
 
-def remove_leftovers(owners: set[str]) -> None:
-    """Remove sandbox containers that our processes made and left (other users' stay)."""
-    for owner in owners:
-        ids = subprocess.run(["docker", "ps", "-aq", "--filter", f"label={SANDBOX_LABEL}",
-                              "--filter", f"label={OWNER_LABEL}={owner}"],
-                             capture_output=True, text=True).stdout.split()
-        if ids:
-            print(f"removing {len(ids)} container(s) left by {owner}", file=sys.stderr)
-            subprocess.run(["docker", "rm", "-f", *ids], capture_output=True)
+def submit(stack: Stack, code: str) -> tuple[float, float]:
+    """Milliseconds from POST to verdict, and the worker's grading time in them."""
+    elapsed, body = stack.submit(PROBLEM, code)
+    if body["verdict"] != "accepted":
+        raise SystemExit(f"{body['id']}: {body['verdict']}")
+    return elapsed, body["report"]["timings"]["total_ms"]
+
+
+def batch(stack: Stack, code: str, n: int) -> float:
+    """Seconds from POST /v1/batches to done; every verdict must be accepted."""
+    entries = [{"student_id": f"s{i:03d}", "code": code} for i in range(n)]
+    elapsed, [body] = stack.batches({PROBLEM: entries})
+    if body["verdicts"] != {"accepted": n}:
+        raise SystemExit(f"batch verdicts: {body['verdicts']}")
+    return elapsed
 
 
 def table(title: str, *columns: str) -> Table:
@@ -191,12 +113,12 @@ def main() -> None:
         stack.start()
         warm = []
         for _ in range(args.runs):
-            warm.append(stack.submit(code))
+            warm.append(submit(stack, code))
             time.sleep(HEARTBEAT * 1.5)  # let the announcement catch up with the hand-out
-            wait_for(stack.pool_full, 120, "the pool to refill", every=0.1)
-        back = [stack.submit(code) for _ in range(args.runs)]
-        wait_for(stack.pool_full, 120, "the pool to refill", every=0.1)
-        batch_s = stack.batch(code, args.batch)
+            wait_for(stack.ready, 120, "the pool to refill", every=0.1)
+        back = [submit(stack, code) for _ in range(args.runs)]
+        wait_for(stack.ready, 120, "the pool to refill", every=0.1)
+        batch_s = batch(stack, code, args.batch)
         stack.stop()
         fresh, fresh_s = fresh_baseline(code, args.fresh_runs, args.fresh_batch)
     finally:

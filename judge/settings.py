@@ -57,7 +57,9 @@ class Settings(BaseSettings):
         "arriving (encoding, transfer) that does not count against a test's limit.",
     )
     xla_flags: str = Field(
-        default="",
+        # Measured on every problem by bench/compile_flags.py (docs/performance.md): about
+        # half the compile time, every example's verdict and every stored output unchanged.
+        default="--xla_backend_optimization_level=0 --xla_cpu_use_fusion_emitters=false",
         description="XLA compile flags every sandbox's harness adds to its 8 CPU devices "
         "(--xla_name=value words; docs/performance.md says which were measured and why).",
     )

@@ -129,9 +129,9 @@ def test_the_docker_backend_fails_closed_without_an_engine(settings: Settings,
     # Asked for by name (as the service does), it never falls back to anything: no engine
     # means no sandbox, an infrastructure failure for the caller to retry. (Only the CLI's
     # `auto` falls back to the process backend, with a warning: tests/cli.)
-    sandbox = get_sandbox("auto", settings)
+    sandbox = get_sandbox("auto", settings)  # with an engine and the zygote's profile
     try:
-        assert sandbox.name == "docker" and sandbox.isolated
+        assert sandbox.name == "zygote" and sandbox.isolated
     finally:
         sandbox.close()
     nowhere = settings.model_copy(update={"docker_host": f"unix://{tmp_path}/none.sock",
