@@ -118,7 +118,7 @@ class Measures:
 
     latency: dict[str, list[float]] = field(default_factory=dict)  # problem: ms
     grading: dict[str, list[float]] = field(default_factory=dict)  # the report's total_ms
-    batches: dict[str, BatchRun] = field(default_factory=dict)  # "mix", "small", "scale"
+    batches: dict[str, BatchRun] = field(default_factory=dict)  # mix, small, tiny, scale
 
     def small_latency(self) -> float | None:
         values = [v for p in SMALL for v in self.latency.get(p, [])]
@@ -165,7 +165,7 @@ class Bench:
     def settings(self, sandbox: str) -> dict[str, object]:
         if sandbox == "docker":
             return {"xla_flags": ""}
-        return {"xla_flags": self.args.xla_flags, "zygote_count": 1,
+        return {"xla_flags": self.args.xla_flags,
                 "docker_seccomp_profile": self.args.seccomp_profile}
 
     def measure(self, config: Config, work: Callable[[Stack, Measures], None]) -> None:
@@ -285,7 +285,8 @@ def reports(bench: Bench, base: Config, zygote: Config, bound: dict[str, list[fl
         "Class batch throughput, submissions per second", "batch", "configuration",
         "submissions", "seconds", "per second", "as filed", "ratio", "goal", "met")
     for key, name, goal in [("mix", "mix of 6 problems", GOAL_BATCH),
-                            ("small", "small problems only", GOAL_SMALL_BATCH)]:
+                            ("small", "small problems only", GOAL_SMALL_BATCH),
+                            ("tiny", "partitionspec-layout alone", GOAL_SMALL_BATCH)]:
         old, new = b.batches[key], z.batches[key]
         ratio = new.rate / old.rate
         throughput.row(name, f"baseline: fresh container, {base.shape}",
@@ -451,12 +452,14 @@ def main() -> None:
             bench.latency(stack, m, SMALL + HEAVY)
             bench.batch(stack, m, "mix", mix(pool, MIX, args.baseline_batch))
             bench.batch(stack, m, "small", mix(pool, SMALL, args.baseline_batch))
+            bench.batch(stack, m, "tiny", mix(pool, SMALL[:1], args.baseline_batch))
             bench.batch(stack, m, "scale", mix(pool, SMALL, args.scale_batch))
 
         def main_zygote(stack: Stack, m: Measures) -> None:
             bench.latency(stack, m, SMALL + HEAVY)
             bench.batch(stack, m, "mix", mix(pool, MIX, args.batch))
             bench.batch(stack, m, "small", mix(pool, SMALL, args.batch))
+            bench.batch(stack, m, "tiny", mix(pool, SMALL[:1], args.batch))
             if (zygote.workers, zygote.concurrency) in [(c.workers, c.concurrency)
                                                         for c in scale]:
                 bench.batch(stack, m, "scale", mix(pool, SMALL, args.scale_batch))
@@ -504,7 +507,9 @@ def main() -> None:
         "back to back, timed until `GET /v1/batches/{id}` says done for every one. The mix "
         f"takes the problems {mixed} in turn, and within each its `submissions/accepted` "
         "and `submissions/wrong_answer` examples in turn; \"small problems only\" does the "
-        "same with the first two. The baseline grades the first "
+        "same with the first two (whose examples include concrete initialisations of "
+        "several seconds), \"partitionspec-layout alone\" with the first. The baseline "
+        "grades the first "
         f"{args.baseline_batch} of the same round-robin order and its throughput is per "
         "submission, extrapolated to the zygote's batch (its time in brackets). \"As "
         "filed\": verdicts equal to the folder the example is filed under. Latency: "

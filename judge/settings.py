@@ -110,7 +110,9 @@ class Settings(BaseSettings):
         "problem's limit at hand-out. Problems above it get a fresh container."
     )
     zygote_count: int = Field(
-        default=1, ge=1, description="Zygote containers per judge process (the zygote sandbox)."
+        default=2, ge=1, description="Zygote containers per judge process (the zygote sandbox): "
+        "one serves while the other stands by, so a container replaced after a run that did "
+        "not end cleanly costs the next submission no start-up.",
     )
     zygote_children: int = Field(
         default=200, ge=1, description="Submissions one zygote container serves before it is "

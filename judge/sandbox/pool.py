@@ -46,11 +46,12 @@ REAP_EVERY_SECONDS = 60.0
 
 
 class WarmPool:
+    ready_queue: type[queue.Queue[Any]] = queue.Queue  # oldest first
     def __init__(self, api: APIClient, settings: Settings, size: int | None = None) -> None:
         self.api = api
         self.settings = settings
         self.size = settings.pool_size if size is None else size
-        self.ready: queue.Queue[Any] = queue.Queue()
+        self.ready: queue.Queue[Any] = self.ready_queue()
         self.wanted = threading.Event()
         self.stopping = threading.Event()
         self.failures = 0
@@ -154,18 +155,12 @@ class WarmPool:
         return channel
 
     def _drop_dead(self) -> None:
-        keep = []
-        while True:
-            try:
-                channel = self.ready.get_nowait()
-            except queue.Empty:
-                break
-            if channel.alive:
-                keep.append(channel)
-            else:
-                channel.kill()
-        for channel in keep:
-            self.ready.put(channel)
+        with self.ready.mutex:  # in place: the queue keeps its order
+            dead = [c for c in self.ready.queue if not c.alive]
+            for channel in dead:
+                self.ready.queue.remove(channel)
+        for channel in dead:
+            channel.kill()
 
     def close(self) -> None:
         self.stopping.set()

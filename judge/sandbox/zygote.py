@@ -11,8 +11,9 @@ one has (``judge.sandbox.docker.create``) and adds only the zygote's seccomp rul
 
 Each judge process keeps ``zygote_count`` containers (:class:`ZygotePool`); a container
 serves one child at a time, and is removed after ``zygote_children`` children or after any
-run that did not end cleanly: a test that timed out, ran out of memory or output, crashed
-or interfered, a child that exited badly, a frame out of place. Jobs that need more memory
+run that did not end cleanly: a child that did not exit by itself with status 0 (killed at
+a deadline the supervisor enforced, killed for memory, crashed), a harness that broke the
+protocol or was tampered with, a frame out of place. Jobs that need more memory
 or output than a zygote container offers get a fresh container (the ``docker`` backend).
 """
 
@@ -247,7 +248,10 @@ class ZygoteContainer:
 
 
 class ZygotePool(WarmPool):
-    """Keeps ``zygote_count`` zygote containers, idle or serving; hands an idle one out."""
+    """Keeps ``zygote_count`` zygote containers, idle or serving; hands out the idle one
+    used last (the others stand by)."""
+
+    ready_queue = queue.LifoQueue
 
     def __init__(self, api: APIClient, settings: Settings, profile: str) -> None:
         self.profile = profile
@@ -304,11 +308,14 @@ class ZygotePool(WarmPool):
 
 
 def _anomalous(outcome: RunOutcome) -> bool:
-    """A run after which the container is not used again."""
+    """A run after which the container is not used again, whatever the child's exit:
+    the harness never reached the end of its protocol, the memory limit struck, the
+    harness died, or the submission tampered with it. (A time or output limit the harness
+    reported itself, followed by a clean exit, is a verdict like any other; one the
+    supervisor had to enforce leaves a child that did not exit cleanly.)"""
     if outcome.status not in ("completed", "compile_error"):
         return True
-    return any(t.status in ("timeout", "memory", "output_limit", "crashed", "interfered")
-               for t in outcome.tests)
+    return any(t.status in ("memory", "crashed", "interfered") for t in outcome.tests)
 
 
 class ZygoteSandbox(DockerSandbox):

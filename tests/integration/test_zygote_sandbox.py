@@ -36,7 +36,8 @@ def layout(num_devices, kernel_in, kernel_out):
 
 @pytest.fixture(scope="module")
 def zygote(settings: Settings) -> Iterator[Sandbox]:
-    sandbox = get_sandbox("zygote", settings.model_copy(update={"xla_flags": FLAGS}))
+    sandbox = get_sandbox("zygote", settings.model_copy(update={"xla_flags": FLAGS,
+                                                                "zygote_count": 1}))
     yield sandbox
     sandbox.close()
 
@@ -92,15 +93,31 @@ def test_one_container_serves_in_turn_and_is_replaced_after_an_anomaly(
     assert first.verdict is second.verdict is Verdict.ACCEPTED
     assert host_of(first) == host_of(second)  # the same container, two children
     assert second.timings.import_ms < 500  # no import: only the devices came up
+    # A time limit the harness's own alarm ends is a verdict like any other: the child
+    # exits cleanly and the container serves on.
     looping = run(zygote, catalog, settings, "def layout(a, b, c):\n    while True: pass\n")
     assert looping.verdict is Verdict.TIME_LIMIT_EXCEEDED
+    third = run(zygote, catalog, settings, CORRECT)
+    assert third.verdict is Verdict.ACCEPTED and host_of(third) == host_of(second)
+    # One the supervisor has to enforce (the alarm ignored) leaves a child that did not
+    # exit by itself: its container is removed and the next submission gets another.
+    stuck = run(zygote, catalog, settings, """
+        import signal
+        def layout(a, b, c):
+            signal.signal(signal.SIGALRM, signal.SIG_IGN)
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            while True:
+                pass
+    """)
+    assert stuck.verdict is Verdict.TIME_LIMIT_EXCEEDED
     after = run(zygote, catalog, settings, CORRECT)
     assert after.verdict is Verdict.ACCEPTED and host_of(after) != host_of(second)
     assert not any(c.startswith(host_of(second)) for c in zygote_containers(api))
 
 
 def test_a_container_serves_at_most_zygote_children_submissions(catalog, settings) -> None:
-    sandbox = get_sandbox("zygote", settings.model_copy(update={"zygote_children": 2}))
+    sandbox = get_sandbox("zygote", settings.model_copy(update={"zygote_children": 2,
+                                                                "zygote_count": 1}))
     try:
         hosts = [host_of(run(sandbox, catalog, settings, CORRECT)) for _ in range(3)]
     finally:
