@@ -26,6 +26,10 @@ database, as two hosts would. What is timed:
   4. scale out  throughput of a batch of the small problems (--scale-batch) and their
      latency, against worker processes.
 
+Each batch's "bound" is the most its grading processes could reach: the batch's size times
+the processes, over the sum of its submissions' own grading times (each report's
+``total_ms``), i.e. every process grading all the time with nothing between gradings.
+
 Every verdict is checked against the folder its example is filed under. Prints tables,
 writes them with a plot (docs/performance-speed.png) into docs/performance.md between the
 bench:speed markers. Everything it starts is stopped and removed at the end, even on error.
@@ -106,10 +110,18 @@ class BatchRun:
     submissions: int
     seconds: float
     as_filed: int  # verdicts equal to the folder the example is filed under
+    grading: float  # seconds: the sum of the submissions' own grading times (total_ms)
+    processes: int  # grading processes that shared the work
 
     @property
     def rate(self) -> float:
         return self.submissions / self.seconds
+
+    @property
+    def bound(self) -> float:
+        """The most these processes could reach on this batch: every process grading all
+        the time, nothing else (no service, no waiting) between the gradings."""
+        return self.submissions * self.processes / self.grading
 
 
 @dataclass
@@ -213,7 +225,10 @@ class Bench:
                 example = expected[body["problem"], member["student_id"]]
                 as_filed += self.check(member["verdict"], example.expected,
                                        f"{example.problem} {example.name}")
-        measures.batches[key] = BatchRun(len(chosen), seconds, as_filed)
+        grading = stack.grading_seconds(m["submission_id"] for body in bodies
+                                        for m in body["submissions"])
+        measures.batches[key] = BatchRun(len(chosen), seconds, as_filed, grading,
+                                         stack.processes)
         print(f"   {key}: {len(chosen)} in {seconds:.1f} s", file=sys.stderr)
 
     def check(self, verdict: str | None, expected: str, what: str) -> bool:
@@ -283,7 +298,8 @@ def reports(bench: Bench, base: Config, zygote: Config, bound: dict[str, list[fl
 
     throughput = Report(
         "Class batch throughput, submissions per second", "batch", "configuration",
-        "submissions", "seconds", "per second", "as filed", "ratio", "goal", "met")
+        "submissions", "seconds", "per second", "as filed", "ratio", "goal", "met",
+        "bound", "bound ratio")
     for key, name, goal in [("mix", "mix of 6 problems", GOAL_BATCH),
                             ("small", "small problems only", GOAL_SMALL_BATCH),
                             ("tiny", "partitionspec-layout alone", GOAL_SMALL_BATCH)]:
@@ -292,11 +308,13 @@ def reports(bench: Bench, base: Config, zygote: Config, bound: dict[str, list[fl
         throughput.row(name, f"baseline: fresh container, {base.shape}",
                        f"{old.submissions}, extrapolated per submission to {new.submissions}",
                        f"{old.seconds:.1f} (~{new.submissions / old.rate:.0f})",
-                       f"{old.rate:.2f}", f"{old.as_filed}/{old.submissions}", "1x", "", "")
+                       f"{old.rate:.2f}", f"{old.as_filed}/{old.submissions}", "1x", "", "",
+                       f"{old.bound:.2f}", "")
         throughput.row(name, f"zygote, {zygote.shape}", str(new.submissions),
                        f"{new.seconds:.1f}", f"{new.rate:.2f}",
                        f"{new.as_filed}/{new.submissions}", f"{ratio:.1f}x",
-                       f">= {goal:g}x", met(ratio >= goal))
+                       f">= {goal:g}x", met(ratio >= goal), f"{new.bound:.2f}",
+                       f"{new.bound / old.rate:.1f}x")
     found.append(throughput)
 
     heavy = Report(

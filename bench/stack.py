@@ -14,7 +14,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -137,6 +137,19 @@ class Stack:
 
         wait_for(finished, BATCH_TIMEOUT, "the batches", every=0.2)
         return time.perf_counter() - started, [found[u] for u in urls]
+
+    @property
+    def processes(self) -> int:
+        """Grading processes: workers times concurrency."""
+        return self.workers * self.concurrency
+
+    def grading_seconds(self, submission_ids: Iterable[str]) -> float:
+        """The sum of these submissions' own grading times (each report's ``total_ms``)."""
+        total = 0.0
+        for sid in submission_ids:
+            body = self.http.get(f"{self.base}/v1/submissions/{sid}", timeout=30).json()
+            total += body["report"]["timings"]["total_ms"] / 1000
+        return total
 
     def stop(self) -> None:
         """Stop everything (again: nothing happens). The grading processes' names are
