@@ -138,11 +138,6 @@ class Stack:
         wait_for(finished, BATCH_TIMEOUT, "the batches", every=0.2)
         return time.perf_counter() - started, [found[u] for u in urls]
 
-    @property
-    def processes(self) -> int:
-        """Grading processes: workers times concurrency."""
-        return self.workers * self.concurrency
-
     def grading_seconds(self, submission_ids: Iterable[str]) -> float:
         """The sum of these submissions' own grading times (each report's ``total_ms``)."""
         total = 0.0
