@@ -213,25 +213,59 @@ def build(obj: Context, problem_ids: tuple[str, ...], sandbox_name: str | None) 
 
 
 @cli.command()
+@click.argument("problem_id", metavar="SET/SLUG")
+@click.option("--title", default=None, help="The problem's title (default: from the slug).")
+@click.option("--build/--no-build", "run_build", default=True, show_default=True,
+              help="Generate the test data right away (jaxjudge build).")
+@_sandbox_option("auto (the reference is the author's own, trusted code: process is fine)")
+@click.pass_obj
+def new(obj: Context, problem_id: str, title: str | None, run_build: bool,
+        sandbox_name: str | None) -> None:
+    """Scaffold a problem package that verifies out of the box: statement, problem.yaml,
+    reference and one example submission of each verdict (docs/problem-format.md)."""
+    from judge.build import build as build_problem
+    from judge.scaffold import scaffold
+
+    folder = scaffold(obj.settings.problems_dir, problem_id, title)
+    obj.out.print(f"wrote {escape(str(folder))}")
+    if run_build:
+        sandbox = get_sandbox(sandbox_name or "auto", obj.settings)
+        try:
+            manifest = build_problem(obj.catalog.get(problem_id), sandbox=sandbox,
+                                     settings=obj.settings)
+        finally:
+            sandbox.close()
+        obj.out.print(f"{problem_id}: {len(manifest.files)} tests built")
+    obj.out.print(f"next: edit it, then jaxjudge build {problem_id} && "
+                  f"jaxjudge verify {problem_id}")
+
+
+@cli.command()
 @click.argument("problem_ids", metavar="[ID...]", nargs=-1)
 @_sandbox_option("auto (the examples are the author's own, trusted code: process is fine)")
 @click.option("-j", "--jobs", type=click.IntRange(1, 64), default=os.cpu_count() or 1,
               show_default="the number of cores", help="Gradings to run at once.")
+@click.option("--strict", is_flag=True,
+              help="Fail on weaknesses too (no wrong answer, weak hidden tests, slow reference).")
 @click.pass_obj
 def verify(obj: Context, problem_ids: tuple[str, ...], sandbox_name: str | None,
-           jobs: int) -> None:
-    """Check packages: data hash, inputs, reference and every example submission."""
+           jobs: int, strict: bool) -> None:
+    """Check packages: data hash, inputs, reference and every example submission; then
+    report what is missing or weak."""
     from judge.verify import verify as verify_problem
+    from judge.verify import weaknesses
 
     problems = [obj.catalog.get(i) for i in problem_ids] if problem_ids else obj.catalog.all()
     # One zygote per grading at once: the fast path, as in the service.
     settings = obj.settings.model_copy(update={"zygote_count": jobs})
     sandbox = get_sandbox(sandbox_name or "auto", settings)
-    failures = 0
+    failures = warnings = 0
     try:
         for problem in problems:
+            checks = []
             for check in verify_problem(problem, sandbox=sandbox, settings=obj.settings,
                                         jobs=jobs):
+                checks.append(check)
                 mark = "[green]ok[/green]" if check.ok else "[red]FAIL[/red]"
                 line = f"{mark}  {check.problem}  {check.subject}: {escape(check.got)}"
                 if not check.ok:
@@ -240,12 +274,20 @@ def verify(obj: Context, problem_ids: tuple[str, ...], sandbox_name: str | None,
                     if check.report and check.report.message:
                         line += f"\n      {escape(check.report.message.splitlines()[0])}"
                 obj.out.print(line)
+            if all(c.ok for c in checks):
+                for weakness in weaknesses(problem, checks):
+                    warnings += 1
+                    obj.out.print(f"[yellow]weak[/yellow]  {problem.id}  {escape(weakness)}")
     finally:
         sandbox.close()
     if failures:
         obj.out.print(f"[red]{failures} check(s) failed[/red]")
         sys.exit(1)
-    obj.out.print(f"all {len(problems)} problem(s) verified")
+    if warnings and strict:
+        obj.out.print(f"[red]{warnings} weakness(es), and --strict[/red]")
+        sys.exit(1)
+    obj.out.print(f"all {len(problems)} problem(s) verified"
+                  + (f", {warnings} weakness(es) to look at" if warnings else ""))
 
 
 def _plugins() -> None:

@@ -72,3 +72,45 @@ def verify(problem: Problem, *, sandbox: Sandbox, settings: Settings, jobs: int 
         reports = pool.map(run, [rel for rel, _ in subjects])
         for (rel, verdict), report in zip(subjects, reports, strict=True):
             yield Check(problem.id, rel, verdict, report.verdict.value, report)
+
+
+def weaknesses(problem: Problem, checks: list[Check]) -> list[str]:
+    """What a package that passes its checks still lacks, from those checks' reports:
+    no wrong answer to show that the hidden tests catch a mistake, no accepted example
+    other than the reference, hidden tests that every wrong answer passes, and a
+    reference slower than a tenth of the time limit (a correct but slower submission
+    would time out). Empty for a package with nothing to add."""
+    found: list[str] = []
+    by_subject = {c.subject: c for c in checks}
+    filed = examples(problem)
+    wrong = [by_subject.get(rel) for rel, verdict in filed if verdict == Verdict.WRONG_ANSWER.value]
+    if not wrong:
+        found.append("no wrong_answer example: nothing shows that the hidden tests catch "
+                     "a mistake")
+    reference_text = problem.reference_path.read_text(encoding="utf-8")
+    if not any(verdict == Verdict.ACCEPTED.value
+               and (problem.path / rel).read_text(encoding="utf-8") != reference_text
+               for rel, verdict in filed):
+        found.append("no accepted example other than the reference")
+    reports = [c.report for c in wrong if c is not None and c.report is not None]
+    if reports and len(reports) == len(wrong):
+        hidden = [t.name for t in reports[0].tests if t.visibility == "hidden"]
+        caught = {t.name for r in reports for t in r.tests
+                  if t.visibility == "hidden" and t.verdict != Verdict.ACCEPTED}
+        # A report that stopped before a test (no line for it) did not pass it.
+        caught |= {name for r in reports for name in hidden
+                   if name not in {t.name for t in r.tests}}
+        weak = [name for name in hidden if name not in caught]
+        if weak:
+            found.append(f"{len(weak)} of {len(hidden)} hidden tests are passed by every "
+                         f"wrong answer: {', '.join(weak)}")
+    reference = by_subject.get(problem.spec.reference)
+    if reference is not None and reference.report is not None and reference.report.tests:
+        slowest = max(reference.report.tests, key=lambda t: t.time_ms)
+        limit_ms = problem.spec.limits.test_seconds * 1000
+        if slowest.time_ms > limit_ms / 10:
+            found.append(f"the reference takes {slowest.time_ms / 1000:.2f} s on test "
+                         f"{slowest.name!r}, more than a tenth of the "
+                         f"{problem.spec.limits.test_seconds:g} s limit: a correct but "
+                         "slower submission may time out")
+    return found

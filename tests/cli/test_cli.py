@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -291,3 +292,63 @@ def test_bad_notebooks_are_refused(capsys, tmp_path: Path, data: bytes, needle: 
     code, out, err = jaxjudge(capsys, "grade", "demo/layout", write(tmp_path, "bad.ipynb", data))
     assert_one_line_error(code, err, needle)
     assert out == ""
+
+
+# -- jaxjudge new, and what verify reports as weak ----------------------------------------
+
+
+@pytest.fixture
+def problems(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = tmp_path / "problems"
+    monkeypatch.setenv("JAXJUDGE_PROBLEMS_DIR", str(root))
+    return root
+
+
+@pytest.mark.slow
+def test_a_new_package_verifies_strictly_then_verify_names_its_weaknesses(
+        capsys, problems: Path) -> None:
+    code, out, err = jaxjudge(capsys, "new", "course-a/softmax-rows", "--title", "Row softmax")
+    assert code == 0, err
+    package = problems / "course-a" / "softmax-rows"
+    assert "course-a/softmax-rows: 9 tests built" in out
+    assert (package / "data" / "manifest.json").is_file()
+
+    code, out, _ = jaxjudge(capsys, "verify", "--strict", "course-a/softmax-rows")
+    assert code == 0, out
+    for example in ["reference.py: accepted",
+                    "accepted/jax_nn_softmax.py: accepted",
+                    "wrong_answer/no_max_shift.py: wrong_answer",
+                    "wrong_answer/columns_not_rows.py: wrong_answer",
+                    "runtime_error/axis_out_of_range.py: runtime_error",
+                    "time_limit_exceeded/loops_forever.py: time_limit_exceeded",
+                    "memory_limit_exceeded/allocates_too_much.py: memory_limit_exceeded",
+                    "output_limit_exceeded/prints_too_much.py: output_limit_exceeded",
+                    "compile_error/missing_colon.py: compile_error"]:
+        assert example in out, out
+    assert "weak" not in out and "all 1 problem(s) verified" in out
+
+    # Left with the wrong answer that only the large logits catch, and a reference that
+    # takes 0.6 s of the 5 s limit per test: still correct, but weak.
+    (package / "submissions" / "wrong_answer" / "columns_not_rows.py").unlink()
+    reference = package / "reference.py"
+    reference.write_text("import time\n" + reference.read_text().replace(
+        "    z = x -", "    time.sleep(0.6)\n    z = x -"))
+    code, out, _ = jaxjudge(capsys, "verify", "course-a/softmax-rows")
+    assert code == 0, out
+    assert ("5 of 7 hidden tests are passed by every wrong answer: one-row, one-column, "
+            "square, tall, wide") in out
+    assert re.search(r"the reference takes 0\.[6-9]\d s on test '[a-z-]+', more than a tenth "
+                     r"of the 5 s limit", out), out
+    assert "2 weakness(es) to look at" in out
+    code, out, _ = jaxjudge(capsys, "verify", "--strict", "course-a/softmax-rows")
+    assert code == 1 and "2 weakness(es), and --strict" in out
+
+
+def test_new_refuses_a_bad_id_or_an_existing_package_with_exit_2(capsys, problems: Path) -> None:
+    code, _, err = jaxjudge(capsys, "new", "Course/X", "--no-build")
+    assert code == 2 and err.startswith("jaxjudge: error: ") and "not a problem id" in err
+    code, out, _ = jaxjudge(capsys, "new", "c/x", "--no-build")
+    assert code == 0 and "jaxjudge build c/x" in out
+    assert not (problems / "c" / "x" / "data").exists()
+    code, _, err = jaxjudge(capsys, "new", "c/x", "--no-build")
+    assert code == 2 and "exists already" in err and len(err.strip().splitlines()) == 1
