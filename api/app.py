@@ -16,6 +16,7 @@ from judge import __version__
 from judge.catalog import Catalog
 from judge.settings import Settings, load
 from service.db import Database
+from service.library import Library
 from service.longpoll import Notices, WaitSlots
 from service.queue import make_celery
 from service.settings import ServiceSettings
@@ -26,7 +27,7 @@ class Services:
     settings: ServiceSettings
     judge: Settings
     db: Database
-    catalog: Catalog
+    library: Library  # the global catalog and the tenants' own sets
     celery: Celery
     redis: Redis
     limiter: Limiter
@@ -43,7 +44,16 @@ def services() -> Services:
 def create_app(settings: ServiceSettings | None = None,
                judge_settings: Settings | None = None) -> Flask:
     import web
-    from api import batches, docs, errors, health, launch_links, problems, submissions
+    from api import (
+        batches,
+        docs,
+        errors,
+        health,
+        launch_links,
+        problems,
+        problemsets,
+        submissions,
+    )
 
     # A bad JAXJUDGE_* value: one line, and status 3, gunicorn's "worker failed to boot",
     # on which its master stops instead of starting the worker again and again.
@@ -57,11 +67,12 @@ def create_app(settings: ServiceSettings | None = None,
     redis = Redis.from_url(settings.redis_url, socket_connect_timeout=1, socket_timeout=5)
     known_keys = KnownKeys(redis)
     limiter = make_limiter(app, settings, known_keys)
+    db = Database(settings.database_url)
     app.extensions["jaxjudge"] = Services(
         settings=settings,
         judge=judge_settings,
-        db=Database(settings.database_url),
-        catalog=Catalog(judge_settings.problems_dir),
+        db=db,
+        library=Library(Catalog(judge_settings.problems_dir), db, settings.packages_dir),
         celery=make_celery(settings),
         redis=redis,
         limiter=limiter,
@@ -71,7 +82,7 @@ def create_app(settings: ServiceSettings | None = None,
     )
     limit_bodies(app, body_limits(settings, judge_settings))
     errors.register(app)
-    for module in (problems, submissions, batches, launch_links, health, docs):
+    for module in (problems, problemsets, submissions, batches, launch_links, health, docs):
         app.register_blueprint(module.bp)
     web.register(app, settings, redis)  # the pages (their own error pages and headers)
     from lti import views as lti_views  # LTI 1.3 endpoints (/lti/...) and the picker

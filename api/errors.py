@@ -18,6 +18,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from werkzeug.exceptions import HTTPException
 
 from judge.errors import ProblemNotFound, UsageError
+from service.packages import PackageRejected
 from service.submitting import Refused
 
 log = logging.getLogger(__name__)
@@ -67,6 +68,10 @@ def register(app: Flask) -> None:
     @app.errorhandler(ProblemNotFound)
     def _no_problem(exc: ProblemNotFound) -> Response:
         return problem(404, "Unknown problem", str(exc))
+
+    @app.errorhandler(PackageRejected)
+    def _package(exc: PackageRejected) -> Response:
+        return problem(422, "Unprocessable package", str(exc))
 
     @app.errorhandler(UsageError)
     def _usage(exc: UsageError) -> Response:

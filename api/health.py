@@ -21,7 +21,7 @@ from redis.exceptions import RedisError
 from sqlalchemy import text
 
 from api.app import Services, services
-from api.problems import scan
+from api.problems import global_scan
 from api.spec import operation
 from service import metrics as shared
 from service.queue import BATCH, INTERACTIVE, WEBHOOKS
@@ -60,7 +60,7 @@ def readiness(svc: Services) -> dict[str, Check]:
         checks["broker"] = Check(ok=False, detail="the broker is not answering")
         checks["workers"] = Check(ok=False, detail="unknown: the broker is down")
         checks["sandbox"] = Check(ok=False, detail="unknown: the broker is down")
-    broken = sorted(scan()[1])
+    broken = sorted(global_scan()[1])
     checks["problems"] = Check(ok=not broken, detail=f"broken: {', '.join(broken)}"
                                if broken else "")
     return checks

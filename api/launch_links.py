@@ -37,7 +37,7 @@ def create_launch_link() -> Any:
         raise ApiError(422, "Invalid request", f"expires_in is over "
                        f"{svc.settings.launch_link_max_seconds} seconds (the most a link "
                        "may live)")
-    problem = svc.catalog.get(body.problem)  # 404 for an unknown problem
+    problem = svc.library.get(g.tenant_id, body.problem)  # 404 for an unknown problem
     token, expires = mint(secret_key(svc.settings), tenant_id=g.tenant_id,
                           problem=problem.id, student_id=body.student_id, name=body.name,
                           course=body.course, seconds=body.expires_in)

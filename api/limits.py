@@ -48,7 +48,9 @@ def body_limits(settings: ServiceSettings, judge: Settings) -> dict[str, int]:
     return {"submissions.create_submission": submit,
             "batches.create_batch": settings.max_request_bytes,
             "student.submit_code": page_submit,
-            "instructor.upload_batch": settings.max_request_bytes}
+            "instructor.upload_batch": settings.max_request_bytes,
+            "problemsets.upload": settings.max_request_bytes,
+            "instructor.upload_package": settings.max_request_bytes}
 
 
 def presented_key() -> str | None:

@@ -1,5 +1,7 @@
-"""``/v1/problems``: the catalog, with statements and sample tests; never hidden data.
-A package that does not load is listed apart (``broken``), never hiding the others."""
+"""``/v1/problems``: the problems a tenant sees (the judge's own sets and the live
+versions of its own), with statements and sample tests; never hidden data. A package
+that does not load is listed apart (``broken``), never hiding the others. Rejudging, and
+the report of which verdicts a rejudge changed."""
 
 from __future__ import annotations
 
@@ -10,38 +12,48 @@ from flask import Blueprint, current_app, g
 
 from api.app import services
 from api.auth import require
+from api.errors import ApiError
 from api.spec import operation, parse_query
-from api.submissions import requeue
 from judge.problem import Problem
+from service import rejudges
 from service.models import ROLE_RANK, Role, Submission
 from service.problems import detail, summary
 from service.queue import BATCH
+from service.submissions import dispatch
 from service.wire import (
     BrokenProblem,
     ProblemDetail,
     ProblemList,
     RejudgeOut,
     RejudgeQuery,
+    RejudgeReport,
+    VersionQuery,
 )
 
 bp = Blueprint("problems", __name__)
-SCAN_SECONDS = 10.0  # how stale the list of good and broken packages may be
+SCAN_SECONDS = 10.0  # how stale the list of good and broken global packages may be
 
 
-def scan() -> tuple[list[Problem], dict[str, str]]:
-    """:meth:`Catalog.scan` (which hashes every package's test data, tens of ms for 20
-    problems), at most once per SCAN_SECONDS in a process."""
+def global_scan() -> tuple[list[Problem], dict[str, str]]:
+    """:meth:`Catalog.scan` of the judge's own packages (which hashes every package's
+    test data, tens of ms for 20 problems), at most once per SCAN_SECONDS in a process."""
     cache: dict[str, Any] = current_app.extensions.setdefault("jaxjudge.scan", {})
     now = time.monotonic()
     if cache.get("at") is None or now - cache["at"] > SCAN_SECONDS:
-        cache["result"], cache["at"] = services().catalog.scan(), now
+        cache["result"], cache["at"] = services().library.catalog.scan(), now
     found: tuple[list[Problem], dict[str, str]] = cache["result"]
     return found
 
 
+def scan() -> tuple[list[Problem], dict[str, str]]:
+    """The tenant's problems: the global ones and its own live versions."""
+    return services().library.scan(g.tenant_id, global_scan())
+
+
 @bp.get("/v1/problems")
 @operation("List the problems", tag="problems", responses={200: ProblemList},
-           description="Packages that do not load are listed in broken, with the reason "
+           description="The judge's own problems and the live version of each of the "
+           "tenant's. Packages that do not load are listed in broken, with the reason "
            "for instructor and admin keys.")
 @require(Role.CLIENT)
 def list_problems() -> Any:
@@ -56,22 +68,51 @@ def list_problems() -> Any:
 
 @bp.get("/v1/problems/<path:problem_id>")
 @operation("A problem: statement, signature, limits and sample tests", tag="problems",
-           responses={200: ProblemDetail})
+           query=VersionQuery, responses={200: ProblemDetail},
+           description="The live version, or with ?version= any built version of the "
+           "tenant's own problem (as the submissions graded on it saw it).")
 @require(Role.CLIENT)
 def get_problem(problem_id: str) -> Any:
-    return detail(services().catalog.get(problem_id)).model_dump(mode="json")
+    query = parse_query(VersionQuery)
+    problem = services().library.get(g.tenant_id, problem_id, query.version)
+    return detail(problem).model_dump(mode="json")
+
+
+def start_rejudge(problem: str, where: Any, version: str | None = None) -> RejudgeOut:
+    """Record the verdicts, put the submissions back in the queue (against ``version``
+    if given), dispatch them; what the answer says."""
+    svc = services()
+    with svc.db.session() as s:
+        rejudge_id, ids = rejudges.start(s, g.tenant_id, problem, where, version)
+    dispatch(svc.db, svc.celery, [(i, BATCH) for i in ids],
+             timeout=svc.settings.publish_timeout_seconds)
+    return RejudgeOut(rejudged=len(ids), ids=ids, rejudge=rejudge_id)
 
 
 @bp.post("/v1/problems/<path:problem_id>/rejudge")
 @operation("Rejudge the tenant's submissions of a problem (after its tests changed)",
            tag="problems", query=RejudgeQuery,
-           responses={202: RejudgeOut})
+           responses={202: RejudgeOut},
+           description="A problem of the tenant's own sets is graded against its live "
+           "version. GET /v1/rejudges/{rejudge} reports which verdicts changed.")
 @require(Role.INSTRUCTOR)
 def rejudge_problem(problem_id: str) -> Any:
     query = parse_query(RejudgeQuery)
-    problem = services().catalog.get(problem_id)
+    library = services().library
+    problem = library.get(g.tenant_id, problem_id)
     where = (Submission.tenant_id == g.tenant_id) & (Submission.problem == problem.id)
     if query.outdated_only:
         where = where & (Submission.problem_version != problem.version)
-    ids = requeue(where, BATCH)
-    return RejudgeOut(rejudged=len(ids), ids=ids).model_dump(mode="json"), 202
+    version = None if library.is_global(problem.id) else problem.version
+    return start_rejudge(problem.id, where, version).model_dump(mode="json"), 202
+
+
+@bp.get("/v1/rejudges/<rejudge_id>")
+@operation("A rejudge's progress and the verdicts it changed", tag="problems",
+           responses={200: RejudgeReport})
+@require(Role.INSTRUCTOR)
+def get_rejudge(rejudge_id: str) -> Any:
+    found = rejudges.report(services().db, g.tenant_id, rejudge_id)
+    if found is None:
+        raise ApiError(404, "Not found", f"no rejudge {rejudge_id!r}")
+    return found.model_dump(mode="json")

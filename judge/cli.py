@@ -63,10 +63,14 @@ def cli(ctx: click.Context) -> None:
     ctx.obj = Context()
 
 
-@cli.command()
-@click.pass_obj
-def problems(obj: Context) -> None:
-    """List the problems."""
+@cli.group(invoke_without_command=True)
+@click.pass_context
+def problems(ctx: click.Context) -> None:
+    """List the problems (of the problems folder); with a command, work with packages on
+    a running judge (installed with the service)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    obj: Context = ctx.obj
     problems = obj.catalog.all()
     if not problems:
         raise UsageError(f"no problem packages under {obj.catalog.root} (<set>/<slug>/"
@@ -296,8 +300,12 @@ def _plugins() -> None:
     from importlib.metadata import entry_points
 
     for ep in entry_points(group="jaxjudge.commands"):
-        if ep.name not in cli.commands:
+        mine = cli.commands.get(ep.name)
+        if mine is None:
             cli.add_command(ep.load(), ep.name)
+        elif isinstance(mine, click.Group):  # a plugin's subcommands join the core's group
+            for name, command in ep.load().commands.items():
+                mine.commands.setdefault(name, command)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -126,9 +126,12 @@ class Problem:
     path: Path
     spec: ProblemSpec
     statement: str
+    # An uploaded package's version (the hash of the files uploaded), which names it for
+    # good; None for a package on the server's disk, whose version is its content's hash.
+    pinned_version: str | None = None
 
     @classmethod
-    def load(cls, problem_id: str, path: Path) -> Problem:
+    def load(cls, problem_id: str, path: Path, *, version: str | None = None) -> Problem:
         try:
             raw = yaml.load((path / "problem.yaml").read_text(encoding="utf-8"), Loader=SAFE_LOADER)
             spec = ProblemSpec.model_validate(raw)
@@ -142,7 +145,7 @@ class Problem:
             statement = (path / "statement.md").read_text(encoding="utf-8")
         except OSError as exc:
             raise ProblemError(f"{problem_id}: cannot read statement.md: {exc}") from None
-        problem = cls(problem_id, path, spec, statement)
+        problem = cls(problem_id, path, spec, statement, version)
         try:
             _ = problem.checker  # an unknown checker or bad params fail at load, not at grading
         except ConfigError as exc:
@@ -178,9 +181,12 @@ class Problem:
 
     @property
     def version(self) -> str:
-        """Content hash of what grading depends on: problem.yaml and the test data."""
+        """Content hash of what grading depends on: problem.yaml and the test data (or,
+        for an uploaded package, the hash of its upload)."""
         from judge.testdata import read_manifest
 
+        if self.pinned_version is not None:
+            return self.pinned_version
         digest = hashlib.sha256((self.path / "problem.yaml").read_bytes())
         digest.update(b"\0" + read_manifest(self).data_hash.encode())
         return digest.hexdigest()[:16]

@@ -7,7 +7,7 @@ every example under ``submissions/<verdict>/`` gets the verdict its folder names
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -50,7 +50,7 @@ def examples(problem: Problem) -> list[tuple[str, str]]:
 
 
 def verify(problem: Problem, *, sandbox: Sandbox, settings: Settings, jobs: int = 1
-           ) -> Iterator[Check]:
+           ) -> Generator[Check, None, None]:
     """The checks of one package, in a fixed order; gradings run ``jobs`` at a time."""
     try:
         check_hash(problem)

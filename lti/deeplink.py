@@ -23,11 +23,11 @@ from typing import Any
 import jwt
 from sqlalchemy.orm import Session
 
-from judge.catalog import Catalog
 from judge.problem import Problem
 from judge.testdata import load_tests
 from lti import keys
 from lti.launch import DEPLOYMENT_ID, MESSAGE_TYPE, VERSION
+from service.library import Library
 from service.models import LtiPlatform
 from service.settings import ServiceSettings
 
@@ -102,8 +102,9 @@ def response_jwt(s: Session, settings: ServiceSettings, platform: LtiPlatform,
     return jwt.encode(claims, private, algorithm="RS256", headers={"kid": kid})
 
 
-def catalog_problems(catalog: Catalog) -> list[Problem]:
-    """The problems that load (a broken package is left out of the picker)."""
-    good, _broken = catalog.scan()
+def catalog_problems(library: Library, tenant_id: int) -> list[Problem]:
+    """The problems the tenant sees that load (a broken package is left out of the
+    picker): the global ones and the live version of each of its own."""
+    good, _broken = library.scan(tenant_id)
     return good
 

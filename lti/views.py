@@ -200,7 +200,7 @@ def _resource_link(s: Session, got: Launch) -> BaseResponse:
         sid = _start(_principal(got, recorded.course.id, None, True),
                      _pick_record(got, "resource_link"))
         return redirect(f"/app/{sid}/lti/pick", 303)
-    if problem not in services().catalog.ids():
+    if problem not in services().library.ids(got.platform.tenant_id):
         raise LaunchError(f"this link names the problem {problem!r}, which this judge does "
                           "not have", 404)
     recorded = record(s, got, problem)
@@ -230,7 +230,7 @@ def pick(sid: str) -> Response:
     _store, _data, principal, choice = _picking(sid)
     query = request.args.get("q", "")[:200]
     skill = request.args.get("skill", "")[:200]
-    problems = deeplink.catalog_problems(services().catalog)
+    problems = deeplink.catalog_problems(services().library, principal.tenant_id)
     found = deeplink.search(problems, query, skill)
     return Response(render_template(
         "lti/picker.html", sid=sid, choices=found, query=query, skill=skill,
@@ -245,9 +245,9 @@ def picked(sid: str) -> BaseResponse:
     if not hmac.compare_digest(token.encode(), str(choice["csrf"]).encode()):
         raise LaunchError("the form is stale (CSRF token): reload the page", 400)
     problem_id = request.form.get("problem", "")
-    if problem_id not in services().catalog.ids():
+    if problem_id not in services().library.ids(principal.tenant_id):
         raise LaunchError("no such problem", 404)
-    problem = services().catalog.get(problem_id)
+    problem = services().library.get(principal.tenant_id, problem_id)
     settings = services().settings
     with services().db.session() as s:
         platform = s.get(LtiPlatform, choice["platform_id"])

@@ -1,15 +1,10 @@
 """Reading an instructor's class upload: a zip archive of ``<student_id>.py`` files and
 ``<student_id>.ipynb`` notebooks.
 
-The archive is treated as hostile. The rules, roughly in the order they are checked:
+The archive is treated as hostile: the rules every upload shares are in
+:mod:`service.archives` (valid zip, no ``..``, no absolute path, no link or device, not
+encrypted, bounded reads, no zip bomb). A class upload adds:
 
-* It must be a readable zip archive: not a zip, a truncated one or a bad CRC is refused.
-* Directory entries, anything under ``__MACOSX/`` and hidden entries (a path component
-  starting with ``.``, such as ``.DS_Store``) are ignored, and never read.
-* No entry may contain a backslash, be an absolute path (``/x.py``, ``C:x.py``), contain a
-  ``..`` component (it would escape the archive) or an empty or ``.`` component.
-* Every other entry is a regular file (no symlink, device or FIFO, judged by the unix mode
-  in ``external_attr >> 16``) and not encrypted.
 * Entries are ``<student_id>.py`` or ``<student_id>.ipynb`` (a Jupyter notebook), either
   all at the top level or all inside one common top-level folder (a zipped folder);
   nested folders and other suffixes are refused.
@@ -20,10 +15,6 @@ The archive is treated as hostile. The rules, roughly in the order they are chec
 * No ``.py`` file is over ``max_file_bytes``, no notebook over ``max_notebook_bytes``
   (outputs make notebooks larger than their code), and all files together are not over
   ``max_total_bytes``.
-  The declared sizes are checked first, but never trusted alone: every member is read
-  through a bounded read (at most limit + 1 bytes), so a lying header cannot expand past
-  the limits.
-* A member over 1 MiB may not compress better than 200:1 (zip bombs).
 
 Every violation raises ``SubmissionRejected`` with a one-line message naming the entry.
 The bytes are returned as they are; decoding them (and reading a notebook's code:
@@ -32,25 +23,15 @@ The bytes are returned as they are; decoding them (and reading a notebook's code
 
 from __future__ import annotations
 
-import io
-import lzma
 import re
-import stat
 import zipfile
-import zlib
 from typing import NamedTuple, NoReturn
 
-from judge.errors import SubmissionRejected
+from service import archives
 
 STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}")
-RATIO_FLOOR = 1 << 20  # members up to this size may compress as well as they like
-MAX_RATIO = 200
-_ENCRYPTED = 0x1
 SUFFIXES = (".py", ".ipynb")
-_READ_ERRORS = (
-    zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, ValueError,
-    NotImplementedError, RuntimeError, zlib.error, lzma.LZMAError,
-)
+LABEL = "batch archive"
 
 
 class Member(NamedTuple):
@@ -66,16 +47,7 @@ class Member(NamedTuple):
 
 
 def _reject(message: str) -> NoReturn:
-    raise SubmissionRejected(f"batch archive: {message}")
-
-
-def _show(name: str) -> str:
-    """The entry name quoted and escaped (one line), cut short if it is long."""
-    return repr(name if len(name) <= 80 else name[:80] + "...")
-
-
-def _why(exc: Exception) -> str:
-    return " ".join(f"{type(exc).__name__}: {exc}".split())[:200]
+    archives.reject(LABEL, message)
 
 
 def read_batch_zip(
@@ -84,12 +56,8 @@ def read_batch_zip(
 ) -> list[Member]:
     """The files of a class upload, in archive order. ``max_notebook_bytes`` (default
     ``max_file_bytes``) bounds each ``.ipynb`` file."""
-    try:
-        archive = zipfile.ZipFile(io.BytesIO(data))
-    except _READ_ERRORS as exc:
-        _reject(f"not a valid zip archive ({_why(exc)})")
-    with archive:
-        members = _select(archive.infolist())
+    with archives.open_zip(data, LABEL) as archive:
+        members = _select(archive)
         if not members:
             _reject("contains no <student_id>.py or <student_id>.ipynb files")
         if len(members) > max_files:
@@ -99,16 +67,21 @@ def read_batch_zip(
         def most(info: zipfile.ZipInfo) -> int:
             return per_notebook if _notebook(info) else max_file_bytes
 
+        def check(info: zipfile.ZipInfo, size: int, total: int) -> None:
+            archives.check_sizes(LABEL, info, size, total, most(info), max_total_bytes,
+                                 "notebook" if _notebook(info) else "file")
+
         declared = 0
         for _, info in members:
             declared += info.file_size
-            _check_sizes(info, info.file_size, declared, most(info), max_total_bytes)
+            check(info, info.file_size, declared)
         result: list[Member] = []
         total = 0
         for student_id, info in members:
-            content = _read(archive, info, min(most(info), max_total_bytes - total))
+            content = archives.read_member(archive, info, min(most(info), max_total_bytes - total),
+                                           LABEL)
             total += len(content)
-            _check_sizes(info, len(content), total, most(info), max_total_bytes)
+            check(info, len(content), total)
             result.append(Member(student_id, content, _notebook(info)))
         return result
 
@@ -117,38 +90,19 @@ def _notebook(info: zipfile.ZipInfo) -> bool:
     return info.filename.endswith(".ipynb")
 
 
-def _select(infos: list[zipfile.ZipInfo]) -> list[tuple[str, zipfile.ZipInfo]]:
+def _select(archive: zipfile.ZipFile) -> list[tuple[str, zipfile.ZipInfo]]:
     """The entries to read, with their student ids; every path rule is checked here."""
     picked: list[tuple[list[str], zipfile.ZipInfo]] = []
-    for info in infos:
-        name, shown = info.filename, _show(info.filename)
-        if "\\" in name:
-            _reject(f"entry {shown} contains a backslash")
-        if name.startswith("/") or re.match(r"[A-Za-z]:", name):
-            _reject(f"entry {shown} is an absolute path")
-        parts = name.removesuffix("/").split("/")
-        if ".." in parts:
-            _reject(f"entry {shown} escapes the archive")
-        if "" in parts or "." in parts:
-            _reject(f"entry {shown} has an empty or '.' path component")
-        if info.is_dir() or parts[0] == "__MACOSX" or any(p.startswith(".") for p in parts):
-            continue
-        kind = stat.S_IFMT(info.external_attr >> 16)
-        if kind == stat.S_IFLNK:
-            _reject(f"entry {shown} is a symlink")
-        if kind not in (0, stat.S_IFREG):
-            _reject(f"entry {shown} is not a regular file")
-        if info.flag_bits & _ENCRYPTED:
-            _reject(f"entry {shown} is encrypted")
+    for parts, info in archives.entries(archive, LABEL):
         if len(parts) > 2:
-            _reject(f"entry {shown} is in a nested folder")
+            _reject(f"entry {archives.show(info.filename)} is in a nested folder")
         picked.append((parts, info))
 
     folder = next((parts[0] for parts, _ in picked if len(parts) == 2), None)
     selected: list[tuple[str, zipfile.ZipInfo]] = []
     seen: dict[str, str] = {}
     for parts, info in picked:
-        shown = _show(info.filename)
+        shown = archives.show(info.filename)
         if folder is not None and (len(parts) == 1 or parts[0] != folder):
             _reject(
                 f"entry {shown} is outside the folder {folder + '/'!r}; files must be all at "
@@ -168,25 +122,3 @@ def _select(infos: list[zipfile.ZipInfo]) -> list[tuple[str, zipfile.ZipInfo]]:
         seen[key] = student_id
         selected.append((student_id, info))
     return selected
-
-
-def _check_sizes(
-    info: zipfile.ZipInfo, size: int, total: int, max_file_bytes: int, max_total_bytes: int
-) -> None:
-    shown = _show(info.filename)
-    if size > max_file_bytes:
-        kind = "notebook" if _notebook(info) else "file"
-        _reject(f"entry {shown} is over the limit of {max_file_bytes} bytes per {kind}")
-    if total > max_total_bytes:
-        _reject(f"entry {shown} takes the archive over the limit of {max_total_bytes} bytes")
-    if size > RATIO_FLOOR and size > MAX_RATIO * max(info.compress_size, 1):
-        _reject(f"entry {shown} compresses more than {MAX_RATIO}:1 (a zip bomb?)")
-
-
-def _read(archive: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int) -> bytes:
-    """At most ``limit + 1`` bytes of the member, whatever its header says."""
-    try:
-        with archive.open(info) as member:
-            return member.read(limit + 1)
-    except _READ_ERRORS as exc:
-        _reject(f"entry {_show(info.filename)} is corrupt or unreadable ({_why(exc)})")

@@ -7,7 +7,18 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    UniqueConstraint,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 from service.db import UTCDateTime, utcnow
@@ -51,6 +62,9 @@ class Tenant(Base):
     name: Mapped[str] = mapped_column(String(100), unique=True)
     webhook_secret: Mapped[str] = mapped_column(String(100))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # The tenant's own quotas on problem sets, where they differ from the settings'
+    # (``jaxjudge tenants quotas``): {"sets": 3, "package_bytes": 1048576, ...}.
+    quotas: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
 
 
 class ApiKey(Base):
@@ -320,3 +334,117 @@ class LtiScoreClock(Base):
         ForeignKey("assignments.id", ondelete="CASCADE"), primary_key=True)
     user_id: Mapped[str] = mapped_column(String(255), primary_key=True)
     last_timestamp: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+# Problem sets of a tenant: packages uploaded by its instructors, built and verified in
+# the sandbox, each upload an immutable version.
+
+
+class BuildStatus(StrEnum):
+    QUEUED = "queued"  # waiting for a worker (or for the sandbox to come back)
+    BUILDING = "building"
+    READY = "ready"  # built and verified: may go live
+    FAILED = "failed"  # a check failed; ``error`` and ``steps`` say which and why
+
+
+class ProblemSet(Base):
+    """A set of problems owned by a tenant. Its ``name`` is unique over every tenant and
+    never one of the server's own sets, so an id ``<set>/<slug>`` names one package."""
+
+    __tablename__ = "problem_sets"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    tenant_id: Mapped[int] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"),
+                                           index=True)
+    name: Mapped[str] = mapped_column(String(80), unique=True)
+    title: Mapped[str] = mapped_column(String(200), default="")
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class Package(Base):
+    """A problem of a tenant's set: its versions, and the one students are graded on."""
+
+    __tablename__ = "packages"
+    __table_args__ = (UniqueConstraint("set_id", "slug", name="uq_package_slug"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    set_id: Mapped[int] = mapped_column(ForeignKey("problem_sets.id", ondelete="CASCADE"),
+                                        index=True)
+    tenant_id: Mapped[int] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"),
+                                           index=True)
+    problem: Mapped[str] = mapped_column(String(200), unique=True)  # "<set>/<slug>"
+    slug: Mapped[str] = mapped_column(String(80))
+    live_version: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class PackageVersion(Base):
+    """One upload of a package, immutable: ``version`` is the hash of its files, which
+    are kept (a normalized zip) with the test data its build made, so that submissions
+    graded against it can be read and graded again for as long as they exist.
+
+    The build is claimed like a grading: ``attempt`` is its fencing token and
+    ``heartbeat_at`` shows a worker still at it. ``steps`` are the checks done so far
+    (each ``{subject, expected, got, ok}``), ``total`` how many there are to do."""
+
+    __tablename__ = "package_versions"
+    __table_args__ = (
+        UniqueConstraint("package_id", "version", name="uq_package_version"),
+        Index("ix_package_versions_status", "status", "heartbeat_at"),
+    )
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    package_id: Mapped[int] = mapped_column(ForeignKey("packages.id", ondelete="CASCADE"),
+                                            index=True)
+    tenant_id: Mapped[int] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"),
+                                           index=True)
+    version: Mapped[str] = mapped_column(String(64))
+    files: Mapped[bytes] = mapped_column(LargeBinary)
+    size_bytes: Mapped[int] = mapped_column(Integer)
+    ignored: Mapped[list[str]] = mapped_column(JSON, default=list)  # files left out (data/)
+    publish: Mapped[bool] = mapped_column(Boolean, default=False)  # live once ready
+    status: Mapped[str] = mapped_column(String(20), default=BuildStatus.QUEUED)
+    steps: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
+    total: Mapped[int] = mapped_column(Integer, default=0)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    weaknesses: Mapped[list[str]] = mapped_column(JSON, default=list)
+    data: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)  # zip of data/
+    attempt: Mapped[int] = mapped_column(Integer, default=0)
+    failures: Mapped[int] = mapped_column(Integer, default=0)  # sandbox unavailable
+    enqueued: Mapped[bool] = mapped_column(Boolean, default=False)
+    worker: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    heartbeat_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    retry_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    build_seconds: Mapped[float | None] = mapped_column(Float, nullable=True)
+    uploaded_by: Mapped[str] = mapped_column(String(100), default="")
+    uploaded_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
+
+class Rejudge(Base):
+    """A rejudge of a problem's submissions, kept with each submission's verdict before
+    it so that the report can say which verdicts changed."""
+
+    __tablename__ = "rejudges"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    tenant_id: Mapped[int] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"),
+                                           index=True)
+    problem: Mapped[str] = mapped_column(String(200))
+    version: Mapped[str | None] = mapped_column(String(64), nullable=True)  # graded against
+    total: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class RejudgeItem(Base):
+    __tablename__ = "rejudge_items"
+
+    rejudge_id: Mapped[str] = mapped_column(ForeignKey("rejudges.id", ondelete="CASCADE"),
+                                            primary_key=True)
+    submission_id: Mapped[str] = mapped_column(
+        ForeignKey("submissions.id", ondelete="CASCADE"), primary_key=True)
+    verdict: Mapped[str | None] = mapped_column(String(40), nullable=True)  # before
+    score: Mapped[float | None] = mapped_column(nullable=True)
+    version: Mapped[str | None] = mapped_column(String(64), nullable=True)

@@ -7,7 +7,7 @@ Queues, consumed in this order by a grading worker (kombu's ``priority`` strateg
 worker takes from ``interactive`` whenever it has work, before ``batch``):
 
 ``interactive``  single submissions from students and LMS integrations
-``batch``        a class's batch, problem rejudges
+``batch``        a class's batch, problem rejudges, builds of uploaded packages
 ``webhooks``     report deliveries: webhooks and LTI scores (a separate worker, so a
                  slow receiver or LMS never holds a grading slot)
 """
@@ -29,6 +29,7 @@ WEBHOOKS = "webhooks"
 GRADING_QUEUES = (INTERACTIVE, BATCH)
 
 GRADE_TASK = "jaxjudge.grade"
+BUILD_TASK = "jaxjudge.build"  # build and verify an uploaded package version
 DELIVER_TASK = "jaxjudge.deliver"  # one try of an outbox delivery, of any kind
 WEBHOOK_TASK = "jaxjudge.deliver_webhook"  # its name before LTI scores (queued messages)
 

@@ -171,6 +171,44 @@ class ServiceSettings(BaseSettings):
         "fetched again when an instructor opens its gradebook."
     )
 
+    # Problem sets of tenants (uploaded packages).
+    packages_dir: Path = Field(
+        default_factory=lambda: Path.cwd() / "var" / "packages",
+        description="Where API and worker processes unpack the uploaded packages they "
+        "show or grade (a cache: the database keeps every version; each process may have "
+        "its own).",
+    )
+    quota_sets: int = Field(default=10, ge=0, description="Problem sets a tenant may own.")
+    quota_problems: int = Field(
+        default=200, ge=0, description="Problems a tenant may have over all its sets.")
+    quota_versions: int = Field(
+        default=2000, ge=0, description="Uploaded versions a tenant may keep, all problems "
+        "together (every version stays for the submissions graded on it).")
+    quota_package_bytes: int = Field(
+        default=4 << 20, gt=0, description="Largest uploaded package, its files together "
+        "uncompressed.")
+    quota_build_seconds: float = Field(
+        default=900.0, gt=0, description="Longest build and verification of one upload; "
+        "past it the build fails.")
+    build_time_limit_seconds: float = Field(
+        default=3600.0, gt=0, description="Longest any build may run, whatever a tenant's "
+        "quota says (the build task's time limit in the worker).")
+    package_max_files: int = Field(default=300, gt=0, description="Most files in a package.")
+    package_max_tests: int = Field(
+        default=500, gt=0, description="Most tests (sample and hidden) an uploaded package "
+        "may declare.")
+    package_max_input_mb: int = Field(
+        default=64, gt=0, description="Most generated input an uploaded package may ask "
+        "for, all tests together (4 bytes per generated element).")
+    package_max_memory_mb: int = Field(
+        default=4096, ge=64, description="Highest memory limit an uploaded package may set.")
+    package_max_test_seconds: float = Field(
+        default=60.0, gt=0, description="Highest per-test time limit an uploaded package "
+        "may set.")
+    package_max_total_seconds: float = Field(
+        default=300.0, gt=0, description="Highest total time limit an uploaded package "
+        "may set.")
+
     # Webhooks.
     webhook_allow: list[str] = Field(
         default_factory=list,

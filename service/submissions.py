@@ -52,6 +52,8 @@ class Claim:
     tries: int  # gradings started since the submission was last (re)submitted, this one too
     failures: int  # of the earlier ones, those whose sandbox was unavailable
     source_notes: tuple[str, ...] = ()  # what was removed from a notebook; for the report
+    tenant_id: int = 0
+    problem_version: str = ""  # the version it was submitted to (or rejudged against)
 
     @property
     def lost(self) -> int:
@@ -77,7 +79,8 @@ def claim(db: Database, submission_id: str, *, stale_after: float) -> Claim | No
         # Read before the UPDATE, which writes its values into ``row`` too.
         seen_status, seen_attempt, tries = row.status, row.attempt, row.tries + 1
         taken = Claim(submission_id, seen_attempt + 1, row.problem, row.code, tries,
-                      row.failures, tuple(row.source_notes or ()))
+                      row.failures, tuple(row.source_notes or ()), row.tenant_id,
+                      row.problem_version)
         worker = worker_name()
         done = changed(
             s,
@@ -226,12 +229,17 @@ def store(db: Database, submission_id: str, attempt: int,
         return Stored(delivery, score)
 
 
-def rejudge(s: Session, where: Any) -> list[str]:
+def rejudge(s: Session, where: Any, version: str | None = None) -> list[str]:
     """Put the submissions matching ``where`` back in the queue (their open deliveries
-    are cancelled); returns their ids. Updates go in chunks of ``MAX_BIND`` ids."""
+    are cancelled), to be graded against problem ``version`` when one is given (else
+    against the one each was submitted to); returns their ids. Updates go in chunks of
+    ``MAX_BIND`` ids."""
     ids = list(s.scalars(select(Submission.id).where(where)))
     now = utcnow()
     for part in chunked(ids):
+        if version is not None:
+            changed(s, update(Submission).where(Submission.id.in_(part))
+                    .values(problem_version=version))
         changed(
             s,
             update(Submission)

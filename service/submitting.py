@@ -23,13 +23,13 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, defer
 
-from judge.catalog import Catalog
 from judge.errors import SubmissionRejected
 from judge.grading import decode_code
 from judge.notebook import Source, read_notebook
 from judge.settings import Settings
 from service.batchzip import read_batch_zip
 from service.db import Database
+from service.library import Library
 from service.metrics import count_received
 from service.models import Batch, Status, Submission
 from service.queue import BATCH, INTERACTIVE
@@ -62,7 +62,7 @@ class Intake(Protocol):
     @property
     def db(self) -> Database: ...
     @property
-    def catalog(self) -> Catalog: ...
+    def library(self) -> Library: ...
     @property
     def celery(self) -> Celery: ...
     @property
@@ -158,7 +158,7 @@ def submit(intake: Intake, new: NewSubmission) -> tuple[Submission, bool]:
     if key is not None and (found := replayed(intake, new.tenant_id, key,
                                               new.fingerprint)) is not None:
         return found, True
-    problem = intake.catalog.get(new.problem)
+    problem = intake.library.get(new.tenant_id, new.problem)
     code = checked_code(intake, new.code)
     callback = checked_callback(intake, new.callback_url)
     limit = intake.settings.max_metadata_bytes
@@ -228,7 +228,7 @@ def submit_batch(intake: Intake, tenant_id: int, body: BatchCreate,
             raise Refused(422, "Unprocessable batch", f"student {entry.student_id!r} "
                           "appears twice")
         seen.add(entry.student_id.lower())
-    problem = intake.catalog.get(body.problem)
+    problem = intake.library.get(tenant_id, body.problem)
     callback = checked_callback(intake, body.callback_url)
     sources = []
     for entry in body.submissions:

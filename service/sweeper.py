@@ -7,7 +7,9 @@
 - ``queued`` submissions published more than ``requeue_after_seconds`` ago and never
   started are published again (a message lost with the broker's data);
 - delivery tries (webhooks, LTI scores) that are overdue are queued again
-  (:func:`service.deliveries.resend_overdue`).
+  (:func:`service.deliveries.resend_overdue`);
+- builds of uploaded packages never published, due again, or whose worker was lost are
+  published (:func:`service.problemsets.builds_to_send`).
 
 Every query pages through its rows (keyset pagination, ``page`` rows at a time), so a
 backlog of any size is found, and every statement binds at most ``MAX_BIND`` ids.
@@ -34,7 +36,7 @@ from redis import Redis
 from redis.exceptions import LockError, RedisError
 from sqlalchemy import and_, or_, select
 
-from service import deliveries
+from service import deliveries, problemsets
 from service.db import Database, utcnow
 from service.liveness import worker_gone
 from service.models import Status, Submission
@@ -136,9 +138,16 @@ def sweep(db: Database, celery: Celery, settings: ServiceSettings) -> SweepPlan:
     resent = deliveries.resend_overdue(db, celery, timeout=settings.publish_timeout_seconds,
                                        grace=settings.stale_after_seconds,
                                        resend_after=settings.requeue_after_seconds)
-    if plan.lost or todo or resent:
-        log.info("sweep: %d lost, %d unpublished, %d stale, %d delivery tries resent",
-                 len(plan.lost), len(plan.unpublished), len(plan.stale), resent)
+    builds = problemsets.builds_to_send(db, stale_after=settings.stale_after_seconds)
+    for version_id in builds:
+        if not problemsets.dispatch_build(db, celery, version_id,
+                                          timeout=settings.publish_timeout_seconds,
+                                          resend_after=settings.requeue_after_seconds):
+            break
+    if plan.lost or todo or resent or builds:
+        log.info("sweep: %d lost, %d unpublished, %d stale, %d delivery tries resent, "
+                 "%d builds sent", len(plan.lost), len(plan.unpublished), len(plan.stale),
+                 resent, len(builds))
     return plan
 
 

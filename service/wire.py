@@ -179,6 +179,113 @@ class RejudgeQuery(_In):
 class RejudgeOut(_Out):
     rejudged: int
     ids: list[str]
+    rejudge: str | None = Field(default=None, description="The rejudge's id: GET "
+                                "/v1/rejudges/{id} reports which verdicts changed.")
+
+
+class RejudgeChange(_Out):
+    submission_id: str
+    student_id: str | None
+    before: str | None = Field(description="The verdict before the rejudge.")
+    after: str | None = Field(description="The verdict after it.")
+    score_before: float | None
+    score_after: float | None
+    version_before: str | None
+    version_after: str
+
+
+class RejudgeReport(_Out):
+    id: str
+    problem: str
+    version: str | None = Field(description="The version graded against; null: as the "
+                                "submissions were (a global problem's current package).")
+    total: int
+    done: int = Field(description="Submissions graded again so far.")
+    finished: bool
+    unchanged: int = Field(description="Done, with the same verdict and score as before.")
+    changed: list[RejudgeChange] = Field(description="Done, with another verdict or score.")
+    created_at: datetime
+
+
+# Problem sets of a tenant.
+
+SET_NAME = r"^[a-z0-9][a-z0-9-]{0,79}$"
+
+
+class ProblemSetCreate(_In):
+    name: str = Field(pattern=SET_NAME, description="Unique over all tenants; not one of "
+                      "the judge's own sets.", examples=["ml-course-2026"])
+    title: str = Field(default="", max_length=200)
+
+
+class ProblemSetOut(_Out):
+    name: str
+    title: str
+    owned: bool = Field(description="False for the judge's own (global, read-only) sets.")
+    problems: list[str] = Field(description="Problem ids of the set.")
+
+
+class ProblemSetList(_Out):
+    items: list[ProblemSetOut]
+
+
+class BuildStep(_Out):
+    subject: str = Field(description="build, data, inputs, the reference, or an example "
+                         "submission's path.")
+    expected: str
+    got: str
+    ok: bool
+    detail: str = ""
+
+
+class VersionOut(_Out):
+    problem: str
+    version: str = Field(description="Hash of the uploaded files: the same upload is the "
+                         "same version.")
+    status: Literal["queued", "building", "ready", "failed"]
+    live: bool = Field(description="The version students are graded on.")
+    steps: list[BuildStep] = Field(description="The build's checks so far, in order.")
+    done: int
+    total: int
+    error: str | None = Field(description="Why the build failed (every failed check).")
+    weaknesses: list[str] = Field(description="What a ready package still lacks "
+                                  "(jaxjudge verify's warnings).")
+    ignored: list[str] = Field(description="Files of the upload left out (data/: the "
+                               "judge builds the test data).")
+    size_bytes: int
+    build_seconds: float | None
+    uploaded_at: datetime
+    finished_at: datetime | None
+
+
+class VersionList(_Out):
+    problem: str
+    live_version: str | None
+    items: list[VersionOut]
+
+
+class VersionQuery(_In):
+    version: str | None = Field(default=None, pattern=r"^[0-9a-f]{16}$",
+                                description="A built version of the tenant's own problem.")
+
+
+class UploadQuery(_In):
+    slug: str | None = Field(default=None, pattern=r"^[a-z0-9][a-z0-9-]{0,79}$",
+                             description="The problem's slug; default: the folder the "
+                             "package was zipped in.")
+    publish: bool = Field(default=False, description="Make this version live as soon as "
+                          "it is built and verified (the first version always is).")
+
+
+class PublishCreate(_In):
+    rejudge: bool = Field(default=False, description="Also grade again, against this "
+                          "version, every submission of the problem graded against another.")
+
+
+class PublishOut(_Out):
+    problem: str
+    live_version: str
+    rejudge: RejudgeOut | None = None
 
 
 # Batches.

@@ -67,9 +67,10 @@ def make_settings(database_url: str, redis_url: str, **overrides: Any) -> Servic
 
 
 @pytest.fixture
-def service_settings(database_url: str, redis_server: RedisServer) -> ServiceSettings:
+def service_settings(database_url: str, redis_server: RedisServer,
+                     tmp_path: Path) -> ServiceSettings:
     redis_server.client().flushall()
-    return make_settings(database_url, redis_server.url)
+    return make_settings(database_url, redis_server.url, packages_dir=tmp_path / "packages")
 
 
 @pytest.fixture

@@ -72,7 +72,7 @@ def courses_page() -> ResponseReturnValue:
         return redirect(url_for("instructor.course", course_id=who.course_id), 303)
     with services().db.session() as s:
         found = courses(s, who.tenant_id)
-    problems, _ = services().catalog.scan()
+    problems, _ = services().library.scan(who.tenant_id)
     return render_template("instructor/courses.html", who=who, courses=found,
                            problems=problems)
 
@@ -89,7 +89,7 @@ def new_assignment() -> ResponseReturnValue:
     if not title:
         raise PageError(422, "A course needs a name", "Give the course a name.")
     try:
-        services().catalog.get(problem)
+        services().library.get(who.tenant_id, problem)
     except ProblemNotFound as exc:
         raise PageError(422, "Unknown problem", str(exc)) from None
     with services().db.session() as s:
@@ -105,7 +105,8 @@ def course(course_id: int) -> str:
         found = course_for(s, who, course_id)
         rows = assignments(s, found)
         summary = courses(s, who.tenant_id, only=found.id)[0]
-    problems, _ = services().catalog.scan() if found.platform_id is None else ([], {})
+    problems, _ = (services().library.scan(who.tenant_id) if found.platform_id is None
+                   else ([], {}))
     return render_template("instructor/course.html", who=who, course=found,
                            summary=summary, assignments=rows, problems=problems)
 

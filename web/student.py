@@ -54,7 +54,7 @@ def _statement(problem_id: str, version: str, markdown: str) -> str:
 
 def _problem(assignment: Assignment) -> tuple[ProblemDetail, str]:
     try:
-        problem = services().catalog.get(assignment.problem)
+        problem = services().library.get(assignment.tenant_id, assignment.problem)
     except ProblemNotFound:
         raise PageError(404, "Problem unavailable", "The problem of this assignment is no "
                         "longer in the judge's catalog; tell your instructor.") from None

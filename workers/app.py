@@ -1,6 +1,7 @@
 """The Celery app of the workers: ``celery -A workers.app worker ...``.
 
-Tasks are named (``jaxjudge.grade``, ``jaxjudge.deliver``: one try of a webhook or an
+Tasks are named (``jaxjudge.grade``, ``jaxjudge.build``: an uploaded package built and
+verified, ``jaxjudge.deliver``: one try of a webhook or an
 LTI score) so the API can send
 them without importing this package. A grading worker (one that consumes ``interactive``
 or ``batch``) checks in its main process, before any pool process exists, that its
@@ -20,14 +21,22 @@ from celery.signals import worker_process_init, worker_process_shutdown
 from judge.errors import SandboxError
 from judge.sandbox import backend
 from judge.settings import Settings, load
-from service.queue import DELIVER_TASK, GRADE_TASK, GRADING_QUEUES, WEBHOOK_TASK, make_celery
+from service.queue import (
+    BUILD_TASK,
+    DELIVER_TASK,
+    GRADE_TASK,
+    GRADING_QUEUES,
+    WEBHOOK_TASK,
+    make_celery,
+)
 from service.settings import ServiceSettings
-from workers import deliveries, grading
+from workers import building, deliveries, grading
 from workers.context import Context
 from workers.isolation import Refused, grading_sandbox
 
 log = logging.getLogger(__name__)
-app = make_celery(load(ServiceSettings))  # a bad JAXJUDGE_* value: one line, exit 2
+_settings = load(ServiceSettings)  # a bad JAXJUDGE_* value: one line, exit 2
+app = make_celery(_settings)
 _context: Context | None = None
 _sandbox: str | None = None  # the backend the main process resolved; children inherit it
 
@@ -84,6 +93,13 @@ def _child_stopping(**_: Any) -> None:
 @app.task(name=GRADE_TASK, bind=True)
 def grade(self: Task, submission_id: str) -> str:
     return grading.run(context(), app, submission_id)
+
+
+@app.task(name=BUILD_TASK, bind=True, soft_time_limit=_settings.build_time_limit_seconds,
+          time_limit=_settings.build_time_limit_seconds + 60)
+def build_package(self: Task, version_id: str) -> str:
+    """Build and verify an uploaded package version in the sandbox."""
+    return building.run(context(), version_id)
 
 
 def _deliver(task: Task, args: tuple[Any, ...]) -> None:

@@ -1,4 +1,4 @@
-"""What a grading process holds: settings, the database, Redis, the catalog and a
+"""What a grading process holds: settings, the database, Redis, the library and a
 sandbox with its warm pool. Built once per process (after the fork, in the prefork
 pool's child), and announced to Redis every heartbeat so that ``/readyz`` and
 ``/metrics`` see live workers and their pools."""
@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from redis import Redis
@@ -20,6 +21,7 @@ from judge.sandbox.base import Sandbox
 from judge.settings import Settings
 from service import metrics
 from service.db import Database
+from service.library import Library
 from service.liveness import worker_name
 from service.settings import ServiceSettings
 
@@ -32,7 +34,7 @@ class Context:
     judge: Settings
     db: Database
     redis: Redis
-    catalog: Catalog
+    library: Library
     name: str
     _sandbox: Sandbox | None = None
     _stop: threading.Event = field(default_factory=threading.Event)
@@ -44,10 +46,12 @@ class Context:
         settings, judge = ServiceSettings(), Settings()
         if sandbox is not None:
             judge = judge.model_copy(update={"sandbox": sandbox})
-        return cls(settings=settings, judge=judge, db=Database(settings.database_url),
+        db = Database(settings.database_url)
+        return cls(settings=settings, judge=judge, db=db,
                    redis=Redis.from_url(settings.redis_url, socket_connect_timeout=2,
                                         socket_timeout=10),
-                   catalog=Catalog(judge.problems_dir), name=worker_name())
+                   library=Library(Catalog(judge.problems_dir), db, settings.packages_dir),
+                   name=worker_name())
 
     @property
     def sandbox(self) -> Sandbox:
@@ -91,6 +95,25 @@ class Context:
                 log.debug("cannot announce: %s", exc)
             if self._stop.wait(every):
                 return
+
+    @contextlib.contextmanager
+    def beating(self, beat: Callable[[], object], what: str) -> Iterator[None]:
+        """Call ``beat`` every ``heartbeat_seconds`` in a thread while the block runs (a
+        failed beat is logged and tried again next time: the database away a moment)."""
+        stop = threading.Event()
+
+        def loop() -> None:
+            while not stop.wait(self.settings.heartbeat_seconds):
+                try:
+                    beat()
+                except Exception as exc:
+                    log.warning("heartbeat of %s failed: %s", what, exc)
+
+        threading.Thread(target=loop, name="jaxjudge-beat", daemon=True).start()
+        try:
+            yield
+        finally:
+            stop.set()
 
     def close(self) -> None:
         self._stop.set()

@@ -14,7 +14,6 @@ A requeue stores no report, so it sends no webhook.
 from __future__ import annotations
 
 import logging
-import threading
 from dataclasses import dataclass
 
 from celery import Celery
@@ -74,7 +73,8 @@ def run(ctx: Context, celery: Celery, submission_id: str) -> str:
 
 def _report(ctx: Context, taken: Claim) -> VerdictReport | Unavailable:
     try:
-        problem = ctx.catalog.get(taken.problem)
+        problem = ctx.library.get(taken.tenant_id, taken.problem,
+                                  version=taken.problem_version)
     except ProblemNotFound:
         return _broken(ctx, taken.problem, "the problem no longer exists")
     except ProblemError as exc:
@@ -82,9 +82,12 @@ def _report(ctx: Context, taken: Claim) -> VerdictReport | Unavailable:
     if taken.lost >= ctx.settings.max_attempts:
         return internal_error(problem, f"grading was interrupted {taken.lost} times "
                               "(a worker was lost); giving up", ctx.judge)
-    stop = threading.Event()
-    beat = threading.Thread(target=_beat, args=(ctx, taken, stop), daemon=True)
-    beat.start()
+    with ctx.beating(lambda: heartbeat(ctx.db, taken.submission_id, taken.attempt),
+                     taken.submission_id):
+        return _grade(ctx, taken, problem)
+
+
+def _grade(ctx: Context, taken: Claim, problem: Problem) -> VerdictReport | Unavailable:
     try:
         return grade(problem, taken.code, sandbox=ctx.sandbox, settings=ctx.judge,
                      label=taken.submission_id)
@@ -97,22 +100,12 @@ def _report(ctx: Context, taken: Claim) -> VerdictReport | Unavailable:
         return _broken(ctx, problem, f"the problem package cannot be loaded: {exc}")
     except JudgeError as exc:  # a package naming an unknown checker, ...: not retried
         return _broken(ctx, problem, f"{type(exc).__name__}: {exc}")
-    finally:
-        stop.set()
 
 
 def _broken(ctx: Context, problem: Problem | str, message: str) -> VerdictReport:
     problem_id = problem if isinstance(problem, str) else problem.id
     log.error("problem %s: %s", problem_id, message)
     return internal_error(problem, message, ctx.judge)
-
-
-def _beat(ctx: Context, taken: Claim, stop: threading.Event) -> None:
-    while not stop.wait(ctx.settings.heartbeat_seconds):
-        try:
-            heartbeat(ctx.db, taken.submission_id, taken.attempt)
-        except Exception as exc:  # the database away for a moment: try again next beat
-            log.warning("heartbeat of %s failed: %s", taken.submission_id, exc)
 
 
 def _after_store(ctx: Context, celery: Celery, submission_id: str, report: VerdictReport,

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.service
 
 
 def test_the_migrated_schema_is_the_models_schema(any_database_url: str) -> None:
-    assert current(any_database_url) == "0004"
+    assert current(any_database_url) == "0005"
     engine = make_engine(any_database_url)
     try:
         with engine.connect() as conn:

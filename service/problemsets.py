@@ -1,0 +1,345 @@
+"""Tenants' own problem sets: creating a set, storing an upload as a version, the state
+of its build, and choosing the live version. What the REST API, the pages and the CLI
+share; the build itself runs in a worker (:mod:`workers.building`).
+
+A version moves ``queued`` -> ``building`` -> ``ready`` or ``failed``. The build is
+claimed like a grading (``attempt`` fences every write of a claim; a claim whose
+heartbeat is stale is taken over); when the sandbox is unavailable it goes back to
+``queued`` with a ``retry_at`` for the sweeper. A version becomes live only when it is
+``ready``: by itself if it is the problem's first, or if it was uploaded with
+``publish``, or when the instructor publishes it.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+from datetime import timedelta
+from typing import Any
+
+from celery import Celery
+from sqlalchemy import func, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from service.db import Database, changed, utcnow
+from service.liveness import worker_gone, worker_name
+from service.models import BuildStatus, Package, PackageVersion, ProblemSet, Tenant
+from service.packages import PackageCaps, Upload, check_package, pack
+from service.queue import BATCH, BUILD_TASK, publish
+from service.settings import ServiceSettings
+from service.submissions import new_id
+from service.submitting import Refused
+
+log = logging.getLogger(__name__)
+SET_NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,79}")
+# The checks of a build besides the examples: the reference's outputs recorded, the
+# stored data's hash, the inputs reproducible, the reference accepted.
+FIXED_STEPS = 4
+
+
+@dataclass(frozen=True)
+class Quotas:
+    """A tenant's quotas: the settings' ``quota_*`` values, each replaced by the
+    tenant's own where it has one (``jaxjudge tenants quotas``)."""
+
+    sets: int
+    problems: int
+    versions: int
+    package_bytes: int
+    build_seconds: float
+
+    @classmethod
+    def of(cls, settings: ServiceSettings, tenant: Tenant | None) -> Quotas:
+        own = (tenant.quotas or {}) if tenant is not None else {}
+        return cls(**{f.name: type(getattr(settings, "quota_" + f.name))(
+            own.get(f.name, getattr(settings, "quota_" + f.name))) for f in fields(cls)})
+
+
+QUOTA_NAMES = tuple(f.name for f in fields(Quotas))
+
+
+def caps(settings: ServiceSettings, quotas: Quotas) -> PackageCaps:
+    return PackageCaps(
+        max_files=settings.package_max_files, max_bytes=quotas.package_bytes,
+        max_tests=settings.package_max_tests,
+        max_input_bytes=settings.package_max_input_mb << 20,
+        max_memory_mb=settings.package_max_memory_mb,
+        max_test_seconds=settings.package_max_test_seconds,
+        max_total_seconds=settings.package_max_total_seconds)
+
+
+def quotas_of(s: Session, settings: ServiceSettings, tenant_id: int) -> Quotas:
+    return Quotas.of(settings, s.get(Tenant, tenant_id))
+
+
+def _over(what: str, limit: float) -> Refused:
+    return Refused(403, "Quota exceeded", f"the tenant's quota of {limit:g} {what} is used up; "
+                   "ask the judge's operator for more")
+
+
+# Sets.
+
+
+def create_set(db: Database, settings: ServiceSettings, tenant_id: int, name: str,
+               title: str, reserved: set[str]) -> ProblemSet:
+    if not SET_NAME.fullmatch(name):
+        raise Refused(422, "Invalid set name", f"{name[:100]!r} is not a set name (1 to 80 "
+                      "lowercase letters, digits and -, starting with a letter or digit)")
+    if name in reserved:
+        raise Refused(409, "Set name taken", f"{name!r} is one of the judge's own sets")
+    try:
+        with db.session() as s:
+            if s.scalar(select(ProblemSet).where(ProblemSet.name == name)) is not None:
+                raise Refused(409, "Set name taken", f"the set name {name!r} is taken")
+            quotas = quotas_of(s, settings, tenant_id)
+            owned = s.scalar(select(func.count()).select_from(ProblemSet)
+                             .where(ProblemSet.tenant_id == tenant_id)) or 0
+            if owned >= quotas.sets:
+                raise _over("problem sets", quotas.sets)
+            row = ProblemSet(tenant_id=tenant_id, name=name, title=title)
+            s.add(row)
+    except IntegrityError:  # the same name, concurrently
+        raise Refused(409, "Set name taken", f"the set name {name!r} is taken") from None
+    return row
+
+
+def own_set(s: Session, tenant_id: int, name: str) -> ProblemSet | None:
+    """The tenant's set ``name``; None for a set it does not have (another tenant's
+    set included: the answer is the same)."""
+    return s.scalar(select(ProblemSet).where(ProblemSet.name == name,
+                                             ProblemSet.tenant_id == tenant_id))
+
+
+def packages_of(s: Session, set_id: int) -> list[Package]:
+    return list(s.scalars(select(Package).where(Package.set_id == set_id)
+                          .order_by(Package.slug)))
+
+
+def versions_of(s: Session, package_id: int) -> list[PackageVersion]:
+    return list(s.scalars(select(PackageVersion).where(PackageVersion.package_id == package_id)
+                          .order_by(PackageVersion.uploaded_at.desc(), PackageVersion.id)))
+
+
+def find_package(s: Session, tenant_id: int, problem_id: str) -> Package | None:
+    return s.scalar(select(Package).where(Package.problem == problem_id,
+                                          Package.tenant_id == tenant_id))
+
+
+def find_version(s: Session, tenant_id: int, problem_id: str, version: str
+                 ) -> tuple[Package, PackageVersion] | None:
+    package = find_package(s, tenant_id, problem_id)
+    if package is None:
+        return None
+    row = s.scalar(select(PackageVersion).where(PackageVersion.package_id == package.id,
+                                                PackageVersion.version == version))
+    return None if row is None else (package, row)
+
+
+# Uploads.
+
+
+def add_version(db: Database, settings: ServiceSettings, tenant_id: int, set_name: str,
+                slug: str, upload: Upload, *, publish_when_ready: bool = False,
+                uploaded_by: str = "") -> tuple[PackageVersion, bool]:
+    """Store ``upload`` as a version of ``<set_name>/<slug>`` (made if new) and leave
+    it ``queued`` for a build; the row and whether it is new (the same files uploaded
+    again are the same version). Refuses a set the tenant does not have (404), a package
+    that breaks a rule (422, :class:`~service.packages.PackageRejected`), and quotas."""
+    problem_id = f"{set_name}/{slug}"
+    with db.session() as s:
+        if own_set(s, tenant_id, set_name) is None:
+            raise Refused(404, "Not found", f"no problem set {set_name!r}")
+        quotas = quotas_of(s, settings, tenant_id)
+    if upload.size > quotas.package_bytes:
+        raise Refused(413, "Content too large", f"the package is {upload.size} bytes; the "
+                      f"limit is {quotas.package_bytes} bytes")
+    check_package(upload, problem_id, caps(settings, quotas))
+    try:
+        with db.session() as s:
+            problem_set = own_set(s, tenant_id, set_name)
+            if problem_set is None:
+                raise Refused(404, "Not found", f"no problem set {set_name!r}")
+            package = find_package(s, tenant_id, problem_id)
+            if package is None:
+                problems = s.scalar(select(func.count()).select_from(Package)
+                                    .where(Package.tenant_id == tenant_id)) or 0
+                if problems >= quotas.problems:
+                    raise _over("problems", quotas.problems)
+                package = Package(set_id=problem_set.id, tenant_id=tenant_id,
+                                  problem=problem_id, slug=slug)
+                s.add(package)
+                s.flush()
+            else:
+                found = s.scalar(select(PackageVersion).where(
+                    PackageVersion.package_id == package.id,
+                    PackageVersion.version == upload.version))
+                if found is not None:
+                    return found, False
+            versions = s.scalar(select(func.count()).select_from(PackageVersion)
+                                .where(PackageVersion.tenant_id == tenant_id)) or 0
+            if versions >= quotas.versions:
+                raise _over("package versions", quotas.versions)
+            row = PackageVersion(
+                id=new_id(), package_id=package.id, tenant_id=tenant_id,
+                version=upload.version, files=pack(upload.files), size_bytes=upload.size,
+                ignored=list(upload.ignored), publish=publish_when_ready,
+                status=BuildStatus.QUEUED, steps=[], total=total_steps(upload),
+                weaknesses=[], attempt=0, failures=0, enqueued=False, uploaded_by=uploaded_by)
+            s.add(row)
+    except IntegrityError:  # the same package or version, concurrently
+        raise Refused(409, "Conflict", f"another upload of {problem_id} is being stored; "
+                      "send it again") from None
+    return row, True
+
+
+def total_steps(upload: Upload) -> int:
+    return FIXED_STEPS + sum(1 for path in upload.files if path.startswith("submissions/"))
+
+
+def dispatch_build(db: Database, celery: Celery, version_id: str, *, timeout: float,
+                   resend_after: float) -> bool:
+    """Publish the build task of a version; False (left for the sweeper) when the broker
+    cannot be reached. A published build not started after ``resend_after`` s is
+    published again (a message lost with the broker's data)."""
+    try:
+        publish(celery, BUILD_TASK, [version_id], queue=BATCH, timeout=timeout)
+    except Exception as exc:  # kombu's OperationalError, redis' ConnectionError, OSError
+        log.warning("broker unavailable, the build of %s is left for the sweeper: %s",
+                    version_id, exc)
+        return False
+    with db.session() as s:
+        changed(s, update(PackageVersion).where(PackageVersion.id == version_id,
+                                                PackageVersion.status == BuildStatus.QUEUED)
+                .values(enqueued=True, retry_at=utcnow() + timedelta(seconds=resend_after)))
+    return True
+
+
+def publish_version(db: Database, tenant_id: int, problem_id: str, version: str) -> Package:
+    """Make a ready version the live one (what students are graded on from now)."""
+    with db.session() as s:
+        found = find_version(s, tenant_id, problem_id, version)
+        if found is None:
+            raise Refused(404, "Not found", f"no version {version!r} of {problem_id!r}")
+        package, row = found
+        if row.status != BuildStatus.READY:
+            raise Refused(409, "Not ready", f"version {version} is {row.status}; only a "
+                          "ready (built and verified) version can go live")
+        package.live_version = row.version
+        package.updated_at = utcnow()
+    return package
+
+
+# Builds (the worker's side).
+
+
+@dataclass(frozen=True)
+class BuildClaim:
+    version_id: str
+    attempt: int
+    problem: str
+    version: str
+    files: bytes
+    failures: int
+    tenant_id: int
+
+
+def claim_build(db: Database, version_id: str, *, stale_after: float) -> BuildClaim | None:
+    """Take a build: None when it is over, or running and alive elsewhere."""
+    now = utcnow()
+    with db.session() as s:
+        row = s.get(PackageVersion, version_id)
+        if row is None or row.status in (BuildStatus.READY, BuildStatus.FAILED):
+            return None
+        if row.status == BuildStatus.BUILDING and row.heartbeat_at is not None and (
+                row.heartbeat_at > now - timedelta(seconds=stale_after)
+                and not worker_gone(row.worker)):
+            return None
+        package = s.get(Package, row.package_id)
+        assert package is not None
+        seen = row.attempt
+        taken = BuildClaim(version_id, seen + 1, package.problem, row.version, row.files,
+                           row.failures, row.tenant_id)
+        done = changed(s, update(PackageVersion).where(
+            PackageVersion.id == version_id, PackageVersion.attempt == seen,
+            PackageVersion.status == row.status).values(
+            status=BuildStatus.BUILDING, attempt=seen + 1, worker=worker_name(),
+            heartbeat_at=now, started_at=now, retry_at=None, steps=[], error=None))
+    return taken if done == 1 else None
+
+
+def _mine(version_id: str, attempt: int) -> Any:
+    return ((PackageVersion.id == version_id) & (PackageVersion.attempt == attempt)
+            & (PackageVersion.status == BuildStatus.BUILDING))
+
+
+def build_heartbeat(db: Database, version_id: str, attempt: int) -> None:
+    with db.session() as s:
+        changed(s, update(PackageVersion).where(_mine(version_id, attempt))
+                .values(heartbeat_at=utcnow()))
+
+
+def record_steps(db: Database, version_id: str, attempt: int,
+                 steps: Sequence[dict[str, Any]]) -> bool:
+    """The checks done so far (the whole list, so a write is never half of one)."""
+    with db.session() as s:
+        return changed(s, update(PackageVersion).where(_mine(version_id, attempt))
+                       .values(steps=list(steps), heartbeat_at=utcnow())) == 1
+
+
+def finish_build(db: Database, version_id: str, attempt: int, *, data: bytes | None,
+                 error: str | None, weaknesses: Sequence[str], seconds: float) -> bool:
+    """End the build: ``ready`` with its test data, or ``failed`` with why. A ready
+    version goes live if it is the problem's first or was uploaded with ``publish``."""
+    now = utcnow()
+    ok = error is None and data is not None
+    with db.session() as s:
+        done = changed(s, update(PackageVersion).where(_mine(version_id, attempt)).values(
+            status=BuildStatus.READY if ok else BuildStatus.FAILED, data=data if ok else None,
+            error=None if ok else (error or "the build did not finish")[:4000],
+            weaknesses=list(weaknesses), build_seconds=round(seconds, 3), finished_at=now,
+            heartbeat_at=None, enqueued=False))
+        if done != 1:
+            return False
+        row = s.get(PackageVersion, version_id)
+        assert row is not None
+        package = s.get(Package, row.package_id)
+        assert package is not None
+        if ok and (package.live_version is None or row.publish):
+            package.live_version = row.version
+            package.updated_at = now
+    return True
+
+
+def postpone_build(db: Database, version_id: str, attempt: int, *, delay: float,
+                   error: str) -> bool:
+    """The sandbox was unavailable: back to ``queued``, due again after ``delay``."""
+    with db.session() as s:
+        return changed(s, update(PackageVersion).where(_mine(version_id, attempt)).values(
+            status=BuildStatus.QUEUED, failures=PackageVersion.failures + 1, enqueued=False,
+            retry_at=utcnow() + timedelta(seconds=delay), heartbeat_at=None,
+            error=error[:4000])) == 1
+
+
+def builds_to_send(db: Database, *, stale_after: float) -> list[str]:
+    """Versions the sweeper publishes: a build whose worker was lost (a stale heartbeat)
+    goes back to ``queued`` first; then every queued one that is not in the broker and
+    due, or was published and not started by its ``retry_at``."""
+    now = utcnow()
+    stale = now - timedelta(seconds=stale_after)
+    with db.session() as s:
+        lost = s.execute(select(PackageVersion.id, PackageVersion.attempt).where(
+            PackageVersion.status == BuildStatus.BUILDING,
+            PackageVersion.heartbeat_at.is_(None) | (PackageVersion.heartbeat_at < stale))
+            .limit(500)).all()
+        for version_id, attempt in lost:
+            changed(s, update(PackageVersion).where(_mine(version_id, attempt)).values(
+                status=BuildStatus.QUEUED, enqueued=False, retry_at=None, heartbeat_at=None))
+    with db.session() as s:
+        return list(s.scalars(select(PackageVersion.id).where(
+            PackageVersion.status == BuildStatus.QUEUED,
+            PackageVersion.retry_at.is_(None) | (PackageVersion.retry_at <= now),
+            PackageVersion.enqueued.is_(False) | PackageVersion.retry_at.is_not(None))
+            .order_by(PackageVersion.uploaded_at).limit(500)))
