@@ -4,6 +4,7 @@
     jaxjudge keys create --tenant T --role R  print a new API key (shown once)
     jaxjudge keys revoke PREFIX               revoke a key by its printed prefix
     jaxjudge tenants secret T [--rotate]      the tenant's webhook signing secret
+    jaxjudge tenants quotas T [--set Q=N]     the tenant's quotas on problem sets
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from service import migrate
 from service.db import Database, changed, utcnow
 from service.keys import create_key
 from service.models import ApiKey, Role, Tenant
+from service.problemsets import QUOTA_NAMES, Quotas
 from service.settings import ServiceSettings
 from service.webhooks import new_secret
 
@@ -97,3 +99,42 @@ def tenants_secret(name: str, rotate: bool) -> None:
         if rotate:
             tenant.webhook_secret = new_secret()
         click.echo(tenant.webhook_secret)
+
+
+@tenants.command("quotas")
+@click.argument("name")
+@click.option("--set", "values", multiple=True, metavar="QUOTA=N",
+              help="Give the tenant its own value of a quota (sets, problems, versions, "
+              "package_bytes, build_seconds); repeatable.")
+@click.option("--reset", "reset", multiple=True, metavar="QUOTA",
+              help="Go back to the settings' value of a quota; repeatable.")
+def tenants_quotas(name: str, values: tuple[str, ...], reset: tuple[str, ...]) -> None:
+    """Show (and with --set or --reset, change) the tenant's quotas on problem sets."""
+    settings = ServiceSettings()
+    with _database().session() as s:
+        tenant = s.scalar(select(Tenant).where(Tenant.name == name))
+        if tenant is None:
+            raise UsageError(f"no tenant {name!r}")
+        own = dict(tenant.quotas or {})
+        for item in values:
+            key, sep, raw = item.partition("=")
+            if not sep or key not in QUOTA_NAMES:
+                raise UsageError(f"--set {item!r}: use QUOTA=N, QUOTA one of "
+                                 f"{', '.join(QUOTA_NAMES)}")
+            kind = type(getattr(settings, "quota_" + key))
+            try:
+                number = kind(raw)
+            except ValueError:
+                raise UsageError(f"--set {item!r}: {raw!r} is not a number") from None
+            if number < 0:
+                raise UsageError(f"--set {item!r}: a quota is not negative")
+            own[key] = number
+        for key in reset:
+            if key not in QUOTA_NAMES:
+                raise UsageError(f"--reset {key!r}: one of {', '.join(QUOTA_NAMES)}")
+            own.pop(key, None)
+        tenant.quotas = own or None
+        quotas = Quotas.of(settings, tenant)
+    for key in QUOTA_NAMES:
+        mark = "" if key not in own else "  (the tenant's own)"
+        click.echo(f"{key}\t{getattr(quotas, key):g}{mark}")

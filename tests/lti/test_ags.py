@@ -21,6 +21,7 @@ from judge.verdict import Verdict
 from lti.tokens import ASSERTION_TYPE, Platform, Tokens, assertion
 from service import scores
 from service.db import Database
+from service.library import Library
 from service.models import Delivery, LtiPlatform, Submission
 from service.scores import last_sent, next_timestamp, score_states, scores_endpoint
 from service.settings import ServiceSettings
@@ -52,7 +53,8 @@ def db(tool: Tool) -> Database:
 def ctx(db: Database, lti_settings: ServiceSettings, redis_server: RedisServer) -> Context:
     return Context(settings=lti_settings, judge=Settings(problems_dir=FIXTURE_PROBLEMS),
                    db=db, redis=Redis.from_url(redis_server.url),
-                   catalog=Catalog(FIXTURE_PROBLEMS), name="test")
+                   library=Library(Catalog(FIXTURE_PROBLEMS), db, lti_settings.packages_dir),
+                   name="test")
 
 
 @pytest.fixture
