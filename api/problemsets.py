@@ -9,17 +9,13 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Blueprint, g, request, url_for
-from sqlalchemy import select
 
 from api.app import services
 from api.auth import require
 from api.errors import ApiError
-from api.problems import start_rejudge
 from api.spec import operation, parse_json, parse_query
 from service import problemsets
-from service.models import Package, PackageVersion, ProblemSet, Role, Submission
-from service.packages import read_package_zip
-from service.problemsets import caps, dispatch_build, quotas_of
+from service.models import Package, PackageVersion, ProblemSet, Role
 from service.wire import (
     BuildStep,
     ProblemSetCreate,
@@ -27,6 +23,7 @@ from service.wire import (
     ProblemSetOut,
     PublishCreate,
     PublishOut,
+    RejudgeOut,
     UploadQuery,
     VersionList,
     VersionOut,
@@ -80,8 +77,7 @@ def list_sets() -> Any:
         items.setdefault(name, ProblemSetOut(name=name, title="", owned=False, problems=[]))
         items[name].problems.append(problem_id)
     with services().db.session() as s:
-        own = list(s.scalars(select(ProblemSet).where(ProblemSet.tenant_id == g.tenant_id)
-                             .order_by(ProblemSet.name)))
+        own = problemsets.sets_of(s, g.tenant_id)
     out = list(items.values()) + [_set_out(found) for found in own]
     return ProblemSetList(items=out).model_dump(mode="json")
 
@@ -132,22 +128,11 @@ def upload(name: str) -> Any:
     query = parse_query(UploadQuery)
     svc = services()
     _own_set(name)
-    with svc.db.session() as s:
-        quotas = quotas_of(s, svc.settings, g.tenant_id)
-    package_caps = caps(svc.settings, quotas)
-    got = read_package_zip(_package_bytes(), max_files=package_caps.max_files,
-                           max_bytes=package_caps.max_bytes)
-    slug = query.slug or got.folder
-    if slug is None or not problemsets.SET_NAME.fullmatch(slug):
-        raise ApiError(422, "Unprocessable package", "name the problem: ?slug=, or zip the "
-                       "package's folder (its name, lowercase letters, digits and -, is the "
-                       "slug)")
-    row, new = problemsets.add_version(svc.db, svc.settings, g.tenant_id, name, slug, got,
-                                       publish_when_ready=query.publish,
-                                       uploaded_by=g.tenant_name)
-    if new:
-        dispatch_build(svc.db, svc.celery, row.id, timeout=svc.settings.publish_timeout_seconds,
-                       resend_after=svc.settings.requeue_after_seconds)
+    stored = problemsets.store_upload(svc.db, svc.celery, svc.settings, g.tenant_id, name,
+                                      _package_bytes(), slug=query.slug,
+                                      publish_when_ready=query.publish,
+                                      uploaded_by=g.tenant_name)
+    row, new, slug = stored.row, stored.new, stored.slug
     with svc.db.session() as s:
         package = s.get(Package, row.package_id)
         fresh = s.get(PackageVersion, row.id)
@@ -200,11 +185,11 @@ def get_version(name: str, slug: str, version: str) -> Any:
 def publish(name: str, slug: str, version: str) -> Any:
     body = parse_json(PublishCreate) if request.content_length else PublishCreate()
     problem_id = f"{name}/{slug}"
-    package = problemsets.publish_version(services().db, g.tenant_id, problem_id, version)
-    rejudged = None
-    if body.rejudge:
-        where = ((Submission.tenant_id == g.tenant_id) & (Submission.problem == problem_id)
-                 & (Submission.problem_version != version))
-        rejudged = start_rejudge(problem_id, where, version)
+    svc = services()
+    package, rejudge_id, ids = problemsets.go_live(svc.db, svc.celery, svc.settings,
+                                                   g.tenant_id, problem_id, version,
+                                                   rejudge=body.rejudge)
+    rejudged = None if rejudge_id is None else RejudgeOut(rejudged=len(ids), ids=ids,
+                                                          rejudge=rejudge_id)
     return PublishOut(problem=problem_id, live_version=package.live_version or version,
                       rejudge=rejudged).model_dump(mode="json")

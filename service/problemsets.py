@@ -22,15 +22,24 @@ from typing import Any
 from celery import Celery
 from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, defer
 
+from service import rejudges
 from service.db import Database, changed, utcnow
 from service.liveness import worker_gone, worker_name
-from service.models import BuildStatus, Package, PackageVersion, ProblemSet, Tenant
-from service.packages import PackageCaps, Upload, check_package, pack
+from service.models import (
+    BuildStatus,
+    Package,
+    PackageVersion,
+    ProblemSet,
+    Rejudge,
+    Submission,
+    Tenant,
+)
+from service.packages import PackageCaps, Upload, check_package, pack, read_package_zip
 from service.queue import BATCH, BUILD_TASK, publish
 from service.settings import ServiceSettings
-from service.submissions import new_id
+from service.submissions import dispatch, new_id
 from service.submitting import Refused
 
 log = logging.getLogger(__name__)
@@ -106,6 +115,11 @@ def create_set(db: Database, settings: ServiceSettings, tenant_id: int, name: st
     return row
 
 
+def sets_of(s: Session, tenant_id: int) -> list[ProblemSet]:
+    return list(s.scalars(select(ProblemSet).where(ProblemSet.tenant_id == tenant_id)
+                          .order_by(ProblemSet.name)))
+
+
 def own_set(s: Session, tenant_id: int, name: str) -> ProblemSet | None:
     """The tenant's set ``name``; None for a set it does not have (another tenant's
     set included: the answer is the same)."""
@@ -119,7 +133,9 @@ def packages_of(s: Session, set_id: int) -> list[Package]:
 
 
 def versions_of(s: Session, package_id: int) -> list[PackageVersion]:
+    """Newest first, without their files and test data (loaded only if read)."""
     return list(s.scalars(select(PackageVersion).where(PackageVersion.package_id == package_id)
+                          .options(defer(PackageVersion.files), defer(PackageVersion.data))
                           .order_by(PackageVersion.uploaded_at.desc(), PackageVersion.id)))
 
 
@@ -195,6 +211,40 @@ def add_version(db: Database, settings: ServiceSettings, tenant_id: int, set_nam
     return row, True
 
 
+@dataclass(frozen=True)
+class Stored:
+    """An upload stored: its version's row, its problem's slug, and whether it is new."""
+
+    row: PackageVersion
+    slug: str
+    new: bool
+
+
+def store_upload(db: Database, celery: Celery, settings: ServiceSettings, tenant_id: int,
+                 set_name: str, data: bytes, *, slug: str | None = None,
+                 publish_when_ready: bool = False, uploaded_by: str = "") -> Stored:
+    """An uploaded zip read under the tenant's caps, stored by :func:`add_version` as a
+    version of ``<set_name>/<slug>`` (``slug``, or else the folder it was zipped in), and
+    its build dispatched when it is new. Refuses as :func:`add_version` does, and a zip
+    that names no slug (422)."""
+    with db.session() as s:
+        quotas = quotas_of(s, settings, tenant_id)
+    package_caps = caps(settings, quotas)
+    got = read_package_zip(data, max_files=package_caps.max_files,
+                           max_bytes=package_caps.max_bytes)
+    slug = slug or got.folder
+    if slug is None or not SET_NAME.fullmatch(slug):
+        raise Refused(422, "Unprocessable package", "name the problem: give its slug, or zip "
+                      "the package's folder (its name, lowercase letters, digits and -, is "
+                      "the slug)")
+    row, new = add_version(db, settings, tenant_id, set_name, slug, got,
+                           publish_when_ready=publish_when_ready, uploaded_by=uploaded_by)
+    if new:
+        dispatch_build(db, celery, row.id, timeout=settings.publish_timeout_seconds,
+                       resend_after=settings.requeue_after_seconds)
+    return Stored(row, slug, new)
+
+
 def total_steps(upload: Upload) -> int:
     return FIXED_STEPS + sum(1 for path in upload.files if path.startswith("submissions/"))
 
@@ -230,6 +280,32 @@ def publish_version(db: Database, tenant_id: int, problem_id: str, version: str)
         package.live_version = row.version
         package.updated_at = utcnow()
     return package
+
+
+def go_live(db: Database, celery: Celery, settings: ServiceSettings, tenant_id: int,
+            problem_id: str, version: str, *, rejudge: bool = False
+            ) -> tuple[Package, str | None, list[str]]:
+    """:func:`publish_version`; with ``rejudge``, every submission of the problem graded
+    on another version is put back in the queue against this one, its verdict kept for
+    the report (:func:`service.rejudges.report`). The package, the rejudge's id and the
+    submissions rejudged."""
+    package = publish_version(db, tenant_id, problem_id, version)
+    if not rejudge:
+        return package, None, []
+    where = ((Submission.tenant_id == tenant_id) & (Submission.problem == problem_id)
+             & (Submission.problem_version != version))
+    with db.session() as s:
+        rejudge_id, ids = rejudges.start(s, tenant_id, problem_id, where, version)
+    dispatch(db, celery, [(i, BATCH) for i in ids], timeout=settings.publish_timeout_seconds)
+    return package, rejudge_id, ids
+
+
+def rejudges_of(s: Session, tenant_id: int, problem_id: str, version: str,
+                limit: int = 5) -> list[str]:
+    """The ids of the latest rejudges of a problem against one of its versions."""
+    return list(s.scalars(select(Rejudge.id).where(
+        Rejudge.tenant_id == tenant_id, Rejudge.problem == problem_id,
+        Rejudge.version == version).order_by(Rejudge.created_at.desc()).limit(limit)))
 
 
 # Builds (the worker's side).

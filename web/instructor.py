@@ -4,7 +4,9 @@ fetched again from the LMS when it is older than ``lti_roster_max_age_seconds``,
 everyone who submitted; sortable and filterable with query parameters), one student's
 submissions with their code and full report, rejudging, the exports (CSV, Gradescope
 ``results.json``) and class uploads (a zip of ``<student_id>.py`` files) with their
-progress."""
+progress. Signed in with a key, the tenant's own problem sets: making a set, uploading a
+package (a new version, built and verified by a worker), a version's checks as its build
+goes, and making a ready version live (with a rejudge and its report)."""
 
 from __future__ import annotations
 
@@ -19,9 +21,11 @@ from sqlalchemy import select
 
 from api.app import services
 from judge.errors import ProblemNotFound, SubmissionRejected, UsageError
+from service import problemsets
 from service.exports import gradescope_results, results_csv
 from service.launch_links import course_page_assignment
-from service.models import Member, Status, Submission
+from service.models import BuildStatus, Member, Package, PackageVersion, Status, Submission
+from service.packages import PackageRejected
 from service.pages import (
     SORTS,
     assignments,
@@ -33,6 +37,7 @@ from service.pages import (
     submissions_with_reports,
 )
 from service.queue import BATCH, INTERACTIVE
+from service.rejudges import report
 from service.submissions import dispatch, rejudge
 from service.submitting import (
     Refused,
@@ -41,7 +46,7 @@ from service.submitting import (
     submit_batch,
     zip_entries,
 )
-from service.wire import BatchCreate, submission_out
+from service.wire import BatchCreate, RejudgeReport, submission_out
 from web.access import (
     PageError,
     course_for,
@@ -51,6 +56,7 @@ from web.access import (
     own_submission,
     taught_assignment,
 )
+from web.session import Principal
 
 bp = Blueprint("instructor", __name__, template_folder="templates")
 log = logging.getLogger(__name__)
@@ -255,6 +261,11 @@ def batch_form(assignment_id: str) -> str:
     return render_template("instructor/batch_new.html", who=who, assignment=found, error="")
 
 
+def _refusal(exc: Exception) -> tuple[int, str]:
+    """An upload's refusal as the page shows it: the status and the sentence."""
+    return (exc.status, exc.detail) if isinstance(exc, Refused) else (422, str(exc))
+
+
 @bp.post("/app/<sid>/assignments/<assignment_id>/batches")
 def upload_batch(assignment_id: str) -> ResponseReturnValue:
     """A class upload: every ``<student_id>.py`` of the zip becomes a submission to the
@@ -272,8 +283,7 @@ def upload_batch(assignment_id: str) -> ResponseReturnValue:
                            name=request.form.get("name", "")[:200])
         batch_id = submit_batch(svc, who.tenant_id, body, assignment_id=found.id)
     except (Refused, SubmissionRejected, UsageError) as exc:
-        status = exc.status if isinstance(exc, Refused) else 422
-        message = exc.detail if isinstance(exc, Refused) else str(exc)
+        status, message = _refusal(exc)
         return render_template("instructor/batch_new.html", who=who, assignment=found,
                                error=message), status
     return redirect(url_for("instructor.batch", assignment_id=found.id,
@@ -308,3 +318,137 @@ def batch_progress_json(assignment_id: str, batch_id: str) -> ResponseReturnValu
     return jsonify({"total": progress.total, "counts": progress.counts,
                     "verdicts": progress.verdicts, "done": progress.done,
                     "graded": progress.counts.get(Status.DONE, 0)})
+
+
+# The tenant's own problem sets (key sign-ins).
+
+
+def _key_instructor() -> Principal:
+    who = instructor()
+    if who.via != "key":
+        raise PageError(403, "Sign in with a key", "Problem sets are managed signed in "
+                        "with an instructor's API key.")
+    return who
+
+
+def _problems(who: Principal, error_for: str | None = None, error: str = "") -> str:
+    """The problems page; ``error`` shown at the form of set ``error_for`` ("": the
+    form that makes a set)."""
+    with services().db.session() as s:
+        sets = [(found, [(package, problemsets.versions_of(s, package.id))
+                         for package in problemsets.packages_of(s, found.id)])
+                for found in problemsets.sets_of(s, who.tenant_id)]
+    return render_template("instructor/problems.html", who=who, sets=sets,
+                           error_for=error_for, error=error)
+
+
+@bp.get("/app/<sid>/problemsets")
+def problems_page() -> str:
+    """The tenant's sets, their problems and every version of each."""
+    return _problems(_key_instructor())
+
+
+@bp.post("/app/<sid>/problemsets")
+def new_set() -> ResponseReturnValue:
+    who = _key_instructor()
+    svc = services()
+    name = request.form.get("name", "").strip()
+    title = " ".join(request.form.get("title", "").split())[:200]
+    try:
+        problemsets.create_set(svc.db, svc.settings, who.tenant_id, name, title,
+                               svc.library.global_sets())
+    except Refused as exc:
+        return _problems(who, "", exc.detail), exc.status
+    return redirect(url_for("instructor.problems_page", _anchor=f"set-{name}"), 303)
+
+
+@bp.post("/app/<sid>/problemsets/<name>/problems")
+def upload_package(name: str) -> ResponseReturnValue:
+    """A package (the folder, zipped) stored as a new version of one of the set's
+    problems and built in the background; the same files again are the same version."""
+    who = _key_instructor()
+    svc = services()
+    with svc.db.session() as s:
+        if problemsets.own_set(s, who.tenant_id, name) is None:
+            not_found("problem set")
+    upload = request.files.get("package")
+    try:
+        if upload is None or not upload.filename:
+            raise Refused(422, "No file", "choose the package's folder, zipped")
+        stored = problemsets.store_upload(
+            svc.db, svc.celery, svc.settings, who.tenant_id, name,
+            upload.read(svc.settings.max_request_bytes + 1),
+            slug=request.form.get("slug", "").strip() or None,
+            publish_when_ready=bool(request.form.get("publish")),
+            uploaded_by=(who.name or who.user_id)[:100])
+    except (Refused, PackageRejected) as exc:
+        status, message = _refusal(exc)
+        return _problems(who, name, message), status
+    return redirect(url_for("instructor.version_page", name=name, slug=stored.slug,
+                            version=stored.row.version), 303)
+
+
+def _own_version(who: Principal, name: str, slug: str, version: str
+                 ) -> tuple[Package, PackageVersion]:
+    with services().db.session() as s:
+        found = problemsets.find_version(s, who.tenant_id, f"{name}/{slug}", version)
+    if found is None:
+        not_found("version")
+    return found
+
+
+def _rejudges(who: Principal, package: Package, version: str) -> list[RejudgeReport]:
+    """The reports of the latest rejudges onto the version."""
+    db = services().db
+    with db.session() as s:
+        ids = problemsets.rejudges_of(s, who.tenant_id, package.problem, version)
+    return [found for found in (report(db, who.tenant_id, i) for i in ids)
+            if found is not None]
+
+
+def _watched(row: PackageVersion, reports: list[RejudgeReport]) -> bool:
+    """Whether the version page still changes: the build or a rejudge is running."""
+    return row.status in (BuildStatus.QUEUED, BuildStatus.BUILDING) or \
+        any(not r.finished for r in reports)
+
+
+def _version(name: str, slug: str, version: str, error: str = "") -> str:
+    who = _key_instructor()
+    package, row = _own_version(who, name, slug, version)
+    reports = _rejudges(who, package, version)
+    return render_template("instructor/version.html", who=who, set_name=name,
+                           package=package, row=row, steps=row.steps or [],
+                           reports=reports, watching=_watched(row, reports), error=error)
+
+
+@bp.get("/app/<sid>/problemsets/<name>/problems/<slug>/versions/<version>")
+def version_page(name: str, slug: str, version: str) -> str:
+    """A version's build: every check with its result, why it failed, what a ready one
+    still lacks; refreshed while it builds (and while a rejudge onto it runs)."""
+    return _version(name, slug, version)
+
+
+@bp.get("/app/<sid>/problemsets/<name>/problems/<slug>/versions/<version>/progress")
+def version_progress(name: str, slug: str, version: str) -> ResponseReturnValue:
+    who = _key_instructor()
+    package, row = _own_version(who, name, slug, version)
+    return jsonify({"status": row.status, "checked": len(row.steps or []),
+                    "total": row.total,
+                    "done": not _watched(row, _rejudges(who, package, version))})
+
+
+@bp.post("/app/<sid>/problemsets/<name>/problems/<slug>/versions/<version>/publish")
+def make_live(name: str, slug: str, version: str) -> ResponseReturnValue:
+    """The version becomes the one students are graded on; with ``rejudge``, the
+    submissions graded on other versions are graded again on it."""
+    who = _key_instructor()
+    package, _ = _own_version(who, name, slug, version)
+    svc = services()
+    try:
+        problemsets.go_live(svc.db, svc.celery, svc.settings, who.tenant_id,
+                            package.problem, version,
+                            rejudge=bool(request.form.get("rejudge")))
+    except Refused as exc:
+        return _version(name, slug, version, exc.detail), exc.status
+    return redirect(url_for("instructor.version_page", name=name, slug=slug,
+                            version=version), 303)

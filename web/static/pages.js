@@ -1,5 +1,6 @@
 // The pages' own script (no third-party code): the live status of a submission on the
-// student page (long-polling the page's status endpoint) and a class upload's progress.
+// student page (long-polling the page's status endpoint), and the progress of a class
+// upload or of a package's build.
 // Everything works without it: the pages then show a "Refresh" link.
 (function () {
   "use strict";
@@ -46,25 +47,42 @@
     poll();
   }
 
-  function watchBatch(el) {
+  // A page whose progress panel names a JSON endpoint: poll it, show its counts, and
+  // load the page again once the endpoint says it is done.
+  function watchProgress(el, show) {
     const url = el.dataset.progressUrl;
     function poll() {
       fetch(url, {headers: {"Accept": "application/json"}, cache: "no-store"})
         .then((r) => (r.ok ? r.json() : Promise.reject(new Error(String(r.status)))))
         .then((body) => {
-          const bar = document.getElementById("batch-bar");
-          if (bar) bar.value = body.graded;
-          for (const [id, value] of [["batch-graded", body.graded],
-            ["batch-running", body.counts.running], ["batch-queued", body.counts.queued]]) {
-            const node = document.getElementById(id);
-            if (node) node.textContent = String(value);
-          }
+          show(body);
           if (body.done) window.location.reload();
           else window.setTimeout(poll, 2000);
         })
         .catch(() => window.setTimeout(poll, 5000));
     }
     poll();
+  }
+
+  function setText(pairs) {
+    for (const [id, value] of pairs) {
+      const node = document.getElementById(id);
+      if (node) node.textContent = String(value);
+    }
+  }
+
+  function showBatch(body) {
+    const bar = document.getElementById("batch-bar");
+    if (bar) bar.value = body.graded;
+    setText([["batch-graded", body.graded], ["batch-running", body.counts.running],
+      ["batch-queued", body.counts.queued]]);
+  }
+
+  function showBuild(body) {
+    const bar = document.getElementById("build-bar");
+    if (bar) bar.value = body.checked;
+    setText([["build-checked", body.checked], ["build-total", body.total],
+      ["build-status", body.status]]);
   }
 
   document.addEventListener("DOMContentLoaded", () => {
@@ -75,6 +93,8 @@
       watchSubmission(status);
     }
     const batch = document.getElementById("batch-progress");
-    if (batch && batch.dataset.progressUrl) watchBatch(batch);
+    if (batch && batch.dataset.progressUrl) watchProgress(batch, showBatch);
+    const build = document.getElementById("build-progress");
+    if (build && build.dataset.progressUrl) watchProgress(build, showBuild);
   });
 })();
