@@ -151,7 +151,14 @@ def find_version(s: Session, tenant_id: int, problem_id: str, version: str
         return None
     row = s.scalar(select(PackageVersion).where(PackageVersion.package_id == package.id,
                                                 PackageVersion.version == version))
-    return None if row is None else (package, row)
+    if row is None:
+        return None
+    # Read the package again after the version: a build that ended between the two reads
+    # made the version ready and the package live in one commit, and a reader without a
+    # snapshot (SQLite's driver begins no transaction for a SELECT) must not show one
+    # half of it.
+    s.refresh(package)
+    return package, row
 
 
 # Uploads.
