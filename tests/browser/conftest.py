@@ -115,7 +115,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         **FAST, "database_url": database_url, "redis_url": redis.url,
         "secret_key": secrets.token_urlsafe(32), "public_url": base,
         "webhook_allow": ["127.0.0.1", "localhost", "::1"], "lti_backoff_seconds": 0.5,
-        "lti_roster_max_age_seconds": 0})
+        "lti_roster_max_age_seconds": 0, "packages_dir": folder / "packages"})
     judge = Settings(problems_dir=FIXTURE_PROBLEMS, sandbox="docker", pool_size=1)
     env = service_env({**settings.model_dump(), **judge.model_dump()})
     db = Database(database_url)
