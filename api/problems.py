@@ -18,8 +18,6 @@ from judge.problem import Problem
 from service import rejudges
 from service.models import ROLE_RANK, Role, Submission
 from service.problems import detail, summary
-from service.queue import BATCH
-from service.submissions import dispatch
 from service.wire import (
     BrokenProblem,
     ProblemDetail,
@@ -82,10 +80,8 @@ def start_rejudge(problem: str, where: Any, version: str | None = None) -> Rejud
     """Record the verdicts, put the submissions back in the queue (against ``version``
     if given), dispatch them; what the answer says."""
     svc = services()
-    with svc.db.session() as s:
-        rejudge_id, ids = rejudges.start(s, g.tenant_id, problem, where, version)
-    dispatch(svc.db, svc.celery, [(i, BATCH) for i in ids],
-             timeout=svc.settings.publish_timeout_seconds)
+    rejudge_id, ids = rejudges.start_and_send(svc.db, svc.celery, svc.settings, g.tenant_id,
+                                              problem, where, version)
     return RejudgeOut(rejudged=len(ids), ids=ids, rejudge=rejudge_id)
 
 

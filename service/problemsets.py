@@ -39,7 +39,7 @@ from service.models import (
 from service.packages import PackageCaps, Upload, check_package, pack, read_package_zip
 from service.queue import BATCH, BUILD_TASK, publish
 from service.settings import ServiceSettings
-from service.submissions import dispatch, new_id
+from service.submissions import new_id
 from service.submitting import Refused
 
 log = logging.getLogger(__name__)
@@ -165,17 +165,14 @@ def find_version(s: Session, tenant_id: int, problem_id: str, version: str
 
 
 def add_version(db: Database, settings: ServiceSettings, tenant_id: int, set_name: str,
-                slug: str, upload: Upload, *, publish_when_ready: bool = False,
+                slug: str, upload: Upload, quotas: Quotas, *, publish_when_ready: bool = False,
                 uploaded_by: str = "") -> tuple[PackageVersion, bool]:
     """Store ``upload`` as a version of ``<set_name>/<slug>`` (made if new) and leave
     it ``queued`` for a build; the row and whether it is new (the same files uploaded
-    again are the same version). Refuses a set the tenant does not have (404), a package
-    that breaks a rule (422, :class:`~service.packages.PackageRejected`), and quotas."""
+    again are the same version). Refuses a package that breaks a rule (422,
+    :class:`~service.packages.PackageRejected`), the tenant's ``quotas``, and a set the
+    tenant does not have (404)."""
     problem_id = f"{set_name}/{slug}"
-    with db.session() as s:
-        if own_set(s, tenant_id, set_name) is None:
-            raise Refused(404, "Not found", f"no problem set {set_name!r}")
-        quotas = quotas_of(s, settings, tenant_id)
     if upload.size > quotas.package_bytes:
         raise Refused(413, "Content too large", f"the package is {upload.size} bytes; the "
                       f"limit is {quotas.package_bytes} bytes")
@@ -244,7 +241,7 @@ def store_upload(db: Database, celery: Celery, settings: ServiceSettings, tenant
         raise Refused(422, "Unprocessable package", "name the problem: give its slug, or zip "
                       "the package's folder (its name, lowercase letters, digits and -, is "
                       "the slug)")
-    row, new = add_version(db, settings, tenant_id, set_name, slug, got,
+    row, new = add_version(db, settings, tenant_id, set_name, slug, got, quotas,
                            publish_when_ready=publish_when_ready, uploaded_by=uploaded_by)
     if new:
         dispatch_build(db, celery, row.id, timeout=settings.publish_timeout_seconds,
@@ -301,9 +298,8 @@ def go_live(db: Database, celery: Celery, settings: ServiceSettings, tenant_id: 
         return package, None, []
     where = ((Submission.tenant_id == tenant_id) & (Submission.problem == problem_id)
              & (Submission.problem_version != version))
-    with db.session() as s:
-        rejudge_id, ids = rejudges.start(s, tenant_id, problem_id, where, version)
-    dispatch(db, celery, [(i, BATCH) for i in ids], timeout=settings.publish_timeout_seconds)
+    rejudge_id, ids = rejudges.start_and_send(db, celery, settings, tenant_id, problem_id,
+                                              where, version)
     return package, rejudge_id, ids
 
 

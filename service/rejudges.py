@@ -7,12 +7,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from celery import Celery
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from service.db import Database, chunked
 from service.models import Rejudge, RejudgeItem, Status, Submission
-from service.submissions import new_id, rejudge
+from service.queue import BATCH
+from service.settings import ServiceSettings
+from service.submissions import dispatch, new_id, rejudge
 from service.wire import RejudgeChange, RejudgeReport
 
 
@@ -32,6 +35,17 @@ def start(s: Session, tenant_id: int, problem: str, where: Any,
                                score=score, version=old) for sid, verdict, score, old in part])
         s.flush()
     return rejudge_id, rejudge(s, where, version)
+
+
+def start_and_send(db: Database, celery: Celery, settings: ServiceSettings, tenant_id: int,
+                   problem: str, where: Any, version: str | None = None
+                   ) -> tuple[str, list[str]]:
+    """:func:`start` in its own transaction, then the submissions published on the batch
+    queue (those the broker does not take are left for the sweeper)."""
+    with db.session() as s:
+        rejudge_id, ids = start(s, tenant_id, problem, where, version)
+    dispatch(db, celery, [(i, BATCH) for i in ids], timeout=settings.publish_timeout_seconds)
+    return rejudge_id, ids
 
 
 def report(db: Database, tenant_id: int, rejudge_id: str) -> RejudgeReport | None:
