@@ -1,6 +1,7 @@
 """What a person does on the pages, in Chromium: type into the code editor, submit and
-watch the verdict arrive, find a submission in the history. Shared by the student tests
-(through an LMS frame or a launch link)."""
+watch the verdict arrive, find a submission in the history; enter the tool's frame of an
+LMS page, search the Deep Linking picker, find a score at the LMS. Shared by the student
+and instructor tests (through an LMS frame or a launch link)."""
 
 from __future__ import annotations
 
@@ -9,13 +10,15 @@ import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
+from servers import wait_for
 
-from tests.browser.conftest import Shoot, Stack, wait
+from tests.browser.conftest import WAIT, Shoot, Stack, wait
 
 EDITOR = "[data-testid='code-editor']"
 EDITOR_CONTENT = ".cm-content"
@@ -138,3 +141,47 @@ def load_into_editor(driver: WebDriver, submission_id: str, code: str) -> None:
     wait(driver, 30).until(lambda d: f"load={submission_id}" in d.current_url)
     editor(driver)
     wait(driver, 10).until(lambda d: editor_text(d) == code.rstrip("\n"))
+
+
+def in_frame(browser: WebDriver, url: str) -> None:
+    """Open an LMS course page and enter the tool's frame."""
+    browser.switch_to.default_content()
+    browser.get(url)
+    browser.switch_to.frame(wait(browser, 30).until(
+        lambda d: d.find_element(By.ID, "tool-frame")))
+
+
+def frame_text(browser: WebDriver) -> str:
+    """The text of the tool's frame now (entered afresh: a frame that went to another
+    site is another document to the driver)."""
+    browser.switch_to.default_content()
+    browser.switch_to.frame(browser.find_element(By.ID, "tool-frame"))
+    text: str = browser.find_element(By.TAG_NAME, "body").text
+    return text
+
+
+def search_picker(browser: WebDriver, url: str, query: str, title: str
+                  ) -> tuple[WebElement, list[WebElement]]:
+    """Open an LMS page that launches the Deep Linking picker, search it for ``query``;
+    the button that chooses the problem titled ``title``, and the rows found."""
+    in_frame(browser, url)
+    search = wait(browser, 30).until(lambda d: d.find_element(By.ID, "q"))
+    search.send_keys(query, Keys.ENTER)
+    choose = wait(browser, 30).until(lambda d: d.find_element(
+        By.CSS_SELECTOR, f"button[aria-label='Choose {title}']"))
+    return choose, browser.find_elements(By.CSS_SELECTOR, "table tbody tr")
+
+
+def one_full_score(stack: Stack, user: str, context: str, resource_link: str,
+                   points: float) -> dict[str, Any]:
+    """Wait for the score of ``user`` at the LMS line item of the link; it is the only
+    one, full marks of ``points``, fully graded."""
+    platform = stack.platform
+    lineitem = platform.lineitems[(context, resource_link)]
+    scores = wait_for(lambda: platform.services.scores_for(user, lineitem), WAIT,
+                      "the score at the LMS")
+    assert len(scores) == 1
+    assert scores[0]["scoreGiven"] == scores[0]["scoreMaximum"] == points
+    assert scores[0]["gradingProgress"] == "FullyGraded"
+    score: dict[str, Any] = scores[0]
+    return score

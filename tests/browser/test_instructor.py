@@ -21,29 +21,20 @@ from selenium.webdriver.support.expected_conditions import staleness_of
 from servers import wait_for
 
 from tests.browser.conftest import Shoot, Stack, unique, wait
-from tests.browser.steps import editor, submit_and_watch, type_code, worker_paused
+from tests.browser.steps import (
+    editor,
+    frame_text,
+    in_frame,
+    search_picker,
+    submit_and_watch,
+    type_code,
+    worker_paused,
+)
 from tests.lti.platform import INSTRUCTOR, LEARNER, LaunchSpec
 from tests_support import LAYOUT_GOOD, LAYOUT_WRONG
 
 pytestmark = [pytest.mark.browser, pytest.mark.service, pytest.mark.slow]
 TITLE = "Shard shape (test fixture)"
-
-
-def in_frame(browser: WebDriver, url: str) -> None:
-    """Open an LMS course page and enter the tool's frame."""
-    browser.switch_to.default_content()
-    browser.get(url)
-    browser.switch_to.frame(wait(browser, 30).until(
-        lambda d: d.find_element(By.ID, "tool-frame")))
-
-
-def frame_text(browser: WebDriver) -> str:
-    """The text of the tool's frame now (entered afresh: a frame that went to another
-    site is another document to the driver)."""
-    browser.switch_to.default_content()
-    browser.switch_to.frame(browser.find_element(By.ID, "tool-frame"))
-    text: str = browser.find_element(By.TAG_NAME, "body").text
-    return text
 
 
 def reload_frame(browser: WebDriver) -> None:
@@ -81,12 +72,7 @@ def test_an_instructor_deep_links_a_problem_grades_rejudges_and_exports(
                          message_type="LtiDeepLinkingRequest", deep_link_data=unique("dl"))
 
     # Deep linking: search the catalog in the picker, choose, the LMS verifies the item.
-    in_frame(browser, platform.lms.page(teacher))
-    search = wait(browser, 30).until(lambda d: d.find_element(By.ID, "q"))
-    search.send_keys("shard shape", Keys.ENTER)
-    choose = wait(browser, 30).until(lambda d: d.find_element(
-        By.CSS_SELECTOR, f"button[aria-label='Choose {TITLE}']"))
-    rows = browser.find_elements(By.CSS_SELECTOR, "table tbody tr")
+    choose, rows = search_picker(browser, platform.lms.page(teacher), "shard shape", TITLE)
     assert len(rows) == 1 and "demo/layout" in rows[0].text  # not "Shard a batch"
     shoot(browser, "lms-deep-link-picker", phone=False, docs=True)
     choose.click()

@@ -12,15 +12,20 @@ import sys
 from pathlib import Path
 
 import pytest
-from selenium.webdriver.common.by import By
-from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webdriver import WebDriver
-from servers import wait_for
 
 from judge.scaffold import entry_name
-from tests.browser.conftest import WAIT, Shoot, Stack, unique, wait
-from tests.browser.steps import editor, history_row, submit_and_watch, type_code
-from tests.browser.test_instructor import frame_text, in_frame
+from tests.browser.conftest import Shoot, Stack, unique, wait
+from tests.browser.steps import (
+    editor,
+    frame_text,
+    history_row,
+    in_frame,
+    one_full_score,
+    search_picker,
+    submit_and_watch,
+    type_code,
+)
 from tests.lti.platform import INSTRUCTOR, LEARNER, LaunchSpec
 
 pytestmark = [pytest.mark.browser, pytest.mark.service, pytest.mark.slow]
@@ -76,12 +81,7 @@ def test_an_instructor_pushes_an_own_problem_deep_links_it_and_a_student_is_grad
     teacher = LaunchSpec(user=unique("teacher"), name="Grace Hopper", roles=[INSTRUCTOR],
                          context=course, context_title="JAX 301",
                          message_type="LtiDeepLinkingRequest", deep_link_data=unique("dl"))
-    in_frame(browser, platform.lms.page(teacher))
-    search = wait(browser, 30).until(lambda d: d.find_element(By.ID, "q"))
-    search.send_keys(problem_set, Keys.ENTER)
-    choose = wait(browser, 30).until(lambda d: d.find_element(
-        By.CSS_SELECTOR, f"button[aria-label='Choose {TITLE}']"))
-    rows = browser.find_elements(By.CSS_SELECTOR, "table tbody tr")
+    choose, rows = search_picker(browser, platform.lms.page(teacher), problem_set, TITLE)
     assert len(rows) == 1 and problem in rows[0].text, [r.text for r in rows]
     shoot(browser, "lms-deep-link-own-problem", phone=False)
     choose.click()
@@ -108,9 +108,4 @@ def test_an_instructor_pushes_an_own_problem_deep_links_it_and_a_student_is_grad
         "accepted"
 
     # The score reaches the LMS.
-    lineitem = platform.lineitems[(student.context, student.resource_link)]
-    scores = wait_for(lambda: platform.services.scores_for(student.user, lineitem), WAIT,
-                      "the score at the LMS")
-    assert len(scores) == 1
-    assert scores[0]["scoreGiven"] == scores[0]["scoreMaximum"] == 7.0
-    assert scores[0]["gradingProgress"] == "FullyGraded"
+    one_full_score(stack, student.user, student.context, student.resource_link, 7.0)
