@@ -78,26 +78,30 @@ def test_no_hidden_input_is_in_the_sandbox_before_its_own_test(judge_echo: Judge
 
 def test_a_thread_that_waits_for_the_hidden_inputs_shows_nothing(judge_echo: Judge) -> None:
     # A thread started at load time searches every thread's stack again and again and
-    # prints what it finds. It does find the hidden inputs (each when its test starts), but nothing
-    # printed once the first hidden test has started is shown: only a note that output
-    # was written. Before the fix it found them all at load time and printed them there.
+    # prints what it finds. It does find the hidden inputs (each when its test starts: a
+    # hidden test waits until the watcher has printed its input, up to the test's limit),
+    # but nothing printed once the first hidden test has started is shown: only a note
+    # that output was written. Before the fix it found them all at load time and printed
+    # them there.
     report = judge_echo("""
         import json, sys, threading, time
+        TOLD = set()
 
         def watch():
-            told = set()
             while True:
                 _, found = SCAN_OBJECTS(heap=False)
-                for key in set(found) - told:
-                    told.add(key)
+                for key in set(found) - TOLD:
                     print("@@", json.dumps({"found " + key: found[key]}), flush=True)
                     print("found", found[key], file=sys.stderr, flush=True)
+                    TOLD.add(key)
                 time.sleep(0.05)
 
         threading.Thread(target=watch, daemon=True).start()
 
         def echo(secret):
-            time.sleep(1.0)  # time for the watcher to look
+            hidden = SEARCH(str(secret))  # {key: secret} for a hidden input
+            while set(hidden) - TOLD:
+                time.sleep(0.01)
             return int(secret)
     """)
     assert report.verdict is Verdict.ACCEPTED, describe(report)
