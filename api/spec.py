@@ -6,7 +6,6 @@ document and the validation cannot drift apart.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
 from api.errors import PROBLEM_JSON, ApiError
+from judge.nesting import MAX_DEPTH, TooDeep, load_json
 from service.wire import ProblemDetails
 
 M = TypeVar("M", bound=BaseModel)
@@ -60,15 +60,19 @@ def operation(summary: str, *, tag: str, responses: dict[int, Any],
 
 
 def parse_json(model: type[M]) -> M:
-    """The request body as ``model``: 415 unless JSON, 400 unless UTF-8 JSON, 422 when
-    the fields are wrong (pydantic's errors, listed)."""
+    """The request body as ``model``: 415 unless JSON, 400 unless UTF-8 JSON nested at
+    most :data:`judge.nesting.MAX_DEPTH` levels, 422 when the fields are wrong
+    (pydantic's errors, listed)."""
     if request.mimetype != "application/json":
         raise ApiError(415, "Unsupported media type", "send application/json")
     raw = request.get_data(cache=True)
     try:
-        data = json.loads(raw.decode("utf-8"))
+        data = load_json(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise ApiError(400, "Bad request", f"the body is not UTF-8 (byte {exc.start})") from None
+    except TooDeep as exc:
+        raise ApiError(400, "Bad request", f"the body is JSON {exc}; the limit is "
+                       f"{MAX_DEPTH} levels of arrays and objects inside one another") from None
     except ValueError as exc:
         raise ApiError(400, "Bad request", f"the body is not JSON: {exc}") from None
     return model.model_validate(data)

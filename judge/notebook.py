@@ -29,8 +29,11 @@ What is taken from a notebook:
   line numbers within the cell (never the removed text): at most ``MAX_NOTES`` notes.
 
 Bounds: the notebook file is at most ``Settings.max_notebook_bytes`` (outputs such as
-plots make notebooks much larger than their code); the converted code is then checked as
-any submitted code is (``max_code_bytes``, UTF-8, not empty, no NUL bytes).
+plots make notebooks much larger than their code), JSON nested at most
+:data:`judge.nesting.MAX_DEPTH` (200) levels (read by :func:`judge.nesting.load_json`,
+which never recurses on the C stack; nbformat's schema check recurses in Python and
+failed at about 400 levels of metadata); the converted code is then checked as any
+submitted code is (``max_code_bytes``, UTF-8, not empty, no NUL bytes).
 
 A file that is not UTF-8, not JSON, not a notebook (no ``nbformat`` version nbformat
 reads, or failing nbformat's schema, extra properties allowed) or holds no code raises
@@ -50,6 +53,7 @@ from nbformat.validator import normalize
 
 from judge.errors import SubmissionRejected
 from judge.grading import decode_code
+from judge.nesting import TooDeep, load_json
 from judge.settings import Settings
 
 NOTEBOOK_SUFFIX = ".ipynb"
@@ -123,12 +127,15 @@ def _parse(data: bytes, noun: str) -> Any:
     except UnicodeDecodeError as exc:
         raise SubmissionRejected(f"{noun} is not UTF-8 (byte {exc.start})") from None
     try:
-        raw = json.loads(text)
+        raw = load_json(text)
     except json.JSONDecodeError as exc:
         raise SubmissionRejected(f"{noun} is not valid JSON ({exc.msg}: line {exc.lineno} "
                                  f"column {exc.colno})") from None
-    except (ValueError, RecursionError):
-        raise SubmissionRejected(f"{noun} is not valid JSON (nested too deeply)") from None
+    except TooDeep as exc:
+        raise SubmissionRejected(f"{noun} is {exc}; a notebook is only a few levels "
+                                 "deep") from None
+    except ValueError:
+        raise SubmissionRejected(f"{noun} is not valid JSON") from None
     major = raw.get("nbformat") if isinstance(raw, dict) else None
     if not isinstance(major, int) or isinstance(major, bool):
         raise SubmissionRejected(f"{noun} is not a Jupyter notebook (JSON without an "

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from judge.checkers import Checker, get_checker
 from judge.errors import ConfigError, ProblemError
+from judge.nesting import TooDeep, load_yaml
 from judge.sandbox.protocol import Limits
 from judge.settings import Settings
 
@@ -32,10 +33,6 @@ VERDICT_DIRS = (
     "output_limit_exceeded",
     "compile_error",
 )
-
-# libyaml's safe loader where PyYAML was built with it (8x faster than the pure-Python one,
-# which made listing 20 problems take 0.4 s), the same safe subset either way.
-SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class _Model(BaseModel):
@@ -133,9 +130,11 @@ class Problem:
     @classmethod
     def load(cls, problem_id: str, path: Path, *, version: str | None = None) -> Problem:
         try:
-            raw = yaml.load((path / "problem.yaml").read_text(encoding="utf-8"), Loader=SAFE_LOADER)
+            raw = load_yaml((path / "problem.yaml").read_text(encoding="utf-8"))
             spec = ProblemSpec.model_validate(raw)
-        except (OSError, yaml.YAMLError) as exc:
+        except TooDeep as exc:  # composing it would overflow the C stack
+            raise ProblemError(f"{problem_id}: problem.yaml is {exc}") from None
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
             raise ProblemError(f"{problem_id}: cannot read problem.yaml: {exc}") from None
         except ValidationError as exc:
             first = exc.errors()[0]

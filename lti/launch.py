@@ -28,12 +28,17 @@ Launch (:func:`complete_launch`), refused with :class:`LaunchError` unless all h
 
 from __future__ import annotations
 
+import base64
+import http.client
 import json
 import secrets
 import threading
+import time
+import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.error import HTTPError, URLError
 from urllib.parse import urlencode, urlsplit
 
 import jwt
@@ -42,6 +47,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from judge.errors import UsageError
+from judge.nesting import TooDeep, load_json
 from lti import platforms
 from service import courses
 from service.models import Assignment, Course, LtiPlatform, Member
@@ -67,6 +73,7 @@ NRPS = "https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice"
 DL_SETTINGS = "https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings"
 RESOURCE_LINK_REQUEST = "LtiResourceLinkRequest"
 DEEP_LINKING_REQUEST = "LtiDeepLinkingRequest"
+MAX_KEY_SET_BYTES = 256 << 10  # a key set of a few RSA keys is a few KiB
 
 
 class LaunchError(Exception):
@@ -80,8 +87,48 @@ class LaunchError(Exception):
 # -- the platforms' key sets
 
 
+class KeySetUnreadable(jwt.PyJWKClientError):
+    """The platform's key set answer is too large or not JSON within the nesting bound."""
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *_: Any, **__: Any) -> None:
+        return None
+
+
+class KeySetClient(jwt.PyJWKClient):
+    """PyJWT's client, reading the key set as the judge reads any JSON from outside: at
+    most :data:`MAX_KEY_SET_BYTES` of it (PyJWT reads the whole answer), parsed by
+    :func:`judge.nesting.load_json` (PyJWT's ``json.load`` lets a ``RecursionError`` out
+    of a set nested deeply, a 500 at the launch). The request is PyJWT's own: ``GET``
+    with the client's headers and timeout, no redirect followed. ``fetch_data`` is the
+    method PyJWT documents for a subclass to replace; the client caches what it returns."""
+
+    def fetch_data(self) -> Any:
+        request = urllib.request.Request(url=self.uri, headers=self.headers)
+        try:
+            with urllib.request.build_opener(_NoRedirect()).open(
+                    request, timeout=self.timeout) as response:
+                body = response.read(MAX_KEY_SET_BYTES + 1)
+        except (URLError, TimeoutError, http.client.HTTPException) as exc:
+            if isinstance(exc, HTTPError):
+                exc.close()
+            raise jwt.PyJWKClientConnectionError(f"cannot fetch {self.uri}: {exc}") from None
+        if len(body) > MAX_KEY_SET_BYTES:
+            raise KeySetUnreadable(f"is larger than {MAX_KEY_SET_BYTES} bytes")
+        try:
+            found = load_json(body)
+        except TooDeep as exc:
+            raise KeySetUnreadable(f"is JSON {exc}") from None
+        except ValueError:
+            raise KeySetUnreadable("is not JSON") from None
+        self._last_successful_fetch = time.monotonic()  # PyJWT's cooldown starts here
+        return found
+
+
 class KeySets:
-    """The platforms' key sets, one PyJWT ``PyJWKClient`` per URL, kept for the process.
+    """The platforms' key sets, one :class:`KeySetClient` (PyJWT's ``PyJWKClient``) per
+    URL, kept for the process.
 
     A set is cached for ``lifespan`` seconds; a ``kid`` not in it makes the client fetch
     it once more (a key the platform rotated in), at most once per ``cooldown`` seconds
@@ -98,10 +145,9 @@ class KeySets:
         with self._lock:
             found = self._clients.get(url)
             if found is None or found.cooldown_duration != self.cooldown:
-                found = jwt.PyJWKClient(url, cache_keys=False, lifespan=self.lifespan,
-                                        timeout=self.timeout,
-                                        cooldown_duration=self.cooldown,
-                                        headers={"User-Agent": "jaxjudge-lti"})
+                found = KeySetClient(url, cache_keys=False, lifespan=self.lifespan,
+                                     timeout=self.timeout, cooldown_duration=self.cooldown,
+                                     headers={"User-Agent": "jaxjudge-lti"})
                 self._clients[url] = found
             return found
 
@@ -111,6 +157,8 @@ class KeySets:
         except jwt.PyJWKClientConnectionError:
             raise LaunchError("the platform's key set could not be fetched; try again",
                               502) from None
+        except KeySetUnreadable as exc:
+            raise LaunchError(f"the platform's key set ({url}) {exc}", 502) from None
         except (jwt.PyJWKClientError, jwt.PyJWKError, jwt.PyJWKSetError):
             raise LaunchError("the token is signed with a key the platform does not "
                               "publish") from None
@@ -214,6 +262,24 @@ def _take(redis: Redis, key: str) -> bytes | None:
     return value
 
 
+def _check_nesting(id_token: str) -> None:
+    """Refuse a token whose header or claims are JSON nested more than
+    :data:`judge.nesting.MAX_DEPTH` levels, before PyJWT parses them with ``json`` (whose
+    ``RecursionError`` it reports as a malformed token, and which lets through what is a
+    little less deep, for the launch's own code to recurse into). What is not a JWT is
+    left to PyJWT to say."""
+    parts = id_token.split(".")
+    if len(parts) != 3:
+        return
+    for what, part in (("header is", parts[0]), ("claims are", parts[1])):
+        try:
+            load_json(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))
+        except TooDeep as exc:
+            raise LaunchError(f"the id_token's {what} JSON {exc}") from None
+        except ValueError:
+            return
+
+
 def complete_launch(s: Session, redis: Redis, settings: ServiceSettings, keysets: KeySets,
                     id_token: str, state: str, browser: str | None) -> Launch:
     """The launch of ``id_token`` + ``state`` (the form the platform posted), verified;
@@ -233,6 +299,7 @@ def complete_launch(s: Session, redis: Redis, settings: ServiceSettings, keysets
     if platform is None:
         raise LaunchError("the platform of this launch is no longer registered", 403)
 
+    _check_nesting(id_token)
     try:
         header = jwt.get_unverified_header(id_token)
     except jwt.PyJWTError:

@@ -15,7 +15,6 @@ are the result's ``error``, never an exception: the gradebook shows the roster i
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -25,6 +24,7 @@ from urllib.parse import urljoin
 from redis import Redis
 from sqlalchemy import func, select, update
 
+from judge.nesting import load_json
 from lti.tokens import Platform, Tokens, authorized
 from service.courses import upsert_member
 from service.db import Database, changed, utcnow
@@ -89,7 +89,7 @@ def read_roster(tokens: Tokens, platform: Platform, url: str) -> tuple[list[dict
         if not got.complete:
             raise RosterError(f"page {pages} is larger than {MAX_PAGE_BYTES} bytes")
         try:
-            listed = json.loads(got.body)["members"]
+            listed = load_json(got.body)["members"]
             if not isinstance(listed, list):
                 raise TypeError("members is not a list")
         except (ValueError, TypeError, KeyError) as exc:

@@ -28,6 +28,7 @@ from redis import Redis
 from sqlalchemy.orm import Session
 
 from judge.errors import UsageError
+from judge.nesting import TooDeep, load_json
 from lti import platforms
 from lti.launch import LaunchError
 from service.models import LtiPlatform
@@ -166,7 +167,9 @@ def _request(method: str, url: str, what: str, allow: Sequence[str],
     if not out.complete:
         raise LaunchError(f"{what} is too large", 502)
     try:
-        found = json.loads(out.body)
+        found = load_json(out.body)
+    except TooDeep as exc:
+        raise LaunchError(f"{what} is JSON {exc}", 502) from None
     except ValueError:
         raise LaunchError(f"{what} is not JSON", 502) from None
     if not isinstance(found, dict):

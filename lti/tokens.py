@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import logging
 import threading
 import time
@@ -36,6 +35,7 @@ import jwt
 from redis import Redis
 from redis.exceptions import RedisError
 
+from judge.nesting import load_json
 from lti.keys import ALGORITHM, signing_key
 from service.db import Database
 from service.settings import ServiceSettings
@@ -146,7 +146,7 @@ def request_token(tokens: Tokens, platform: Platform, scopes: Sequence[str]) -> 
     try:
         if not got.complete:
             raise ValueError("response too long")
-        answer = json.loads(got.body)
+        answer = load_json(got.body)
         token = answer["access_token"]
         life = float(answer.get("expires_in", 3600))
         if not isinstance(token, str) or not token:
@@ -160,7 +160,7 @@ def request_token(tokens: Tokens, platform: Platform, scopes: Sequence[str]) -> 
 def _oauth_error(body: bytes) -> str:
     """The OAuth2 error code of a refusal (its fixed vocabulary only, RFC 6749 5.2)."""
     try:
-        code = json.loads(body).get("error")
+        code = load_json(body).get("error")
     except (ValueError, AttributeError):
         return ""
     known = {"invalid_request", "invalid_client", "invalid_grant", "unauthorized_client",

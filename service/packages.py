@@ -11,7 +11,9 @@ trusted side is read and check text:
   component is plain (letters, digits, ``._-``), at most four deep. ``data/`` is left out
   unread: the judge builds the test data itself.
 * ``problem.yaml`` is at most 256 KiB of YAML without anchors or aliases (so it cannot
-  expand: a "billion laughs" document is refused as written), and loads as a problem
+  expand: a "billion laughs" document is refused as written), nested at most
+  :data:`judge.nesting.MAX_DEPTH` levels (counted from its parse events before anything
+  composes it: libyaml's composer recurses on the C stack), and loads as a problem
   (known checker, consistent tests); ``statement.md`` and every ``.py`` file are UTF-8.
 * It names no ``tests.generator`` (author Python that would run on the judge's side;
   uploaded packages list their tests in problem.yaml).
@@ -43,7 +45,8 @@ import yaml
 
 from judge.catalog import ID_PATTERN
 from judge.errors import ProblemError, SubmissionRejected
-from judge.problem import SAFE_LOADER, VERDICT_DIRS, Problem
+from judge.nesting import TooDeep, yaml_events
+from judge.problem import VERDICT_DIRS, Problem
 from service import archives
 
 LABEL = "package archive"
@@ -226,10 +229,12 @@ def _check_yaml(raw: bytes) -> None:
     if len(raw) > MAX_YAML_BYTES:
         _reject(f"problem.yaml is {len(raw)} bytes; the limit is {MAX_YAML_BYTES}")
     try:
-        for event in yaml.parse(raw.decode("utf-8"), Loader=SAFE_LOADER):
+        for event in yaml_events(raw.decode("utf-8")):
             if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
                 _reject("problem.yaml uses YAML anchors or aliases (& and *); write each "
                         "value out")
+    except TooDeep as exc:
+        _reject(f"problem.yaml is {exc}")
     except yaml.YAMLError as exc:
         _reject("problem.yaml is not YAML: " + " ".join(str(exc).split())[:300])
 

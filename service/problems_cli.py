@@ -26,8 +26,10 @@ import click
 import requests
 
 from judge.errors import UsageError
+from judge.nesting import TooDeep, load_json
 
 SKIPPED = {"data", "__pycache__"}
+MAX_ANSWER_BYTES = 16 << 20  # a version's answer lists its checks: some KiB
 
 
 def package_zip(folder: Path) -> bytes:
@@ -56,7 +58,7 @@ class Api:
     def call(self, method: str, path: str, **kwargs: Any) -> requests.Response:
         try:
             return self.session.request(method, self.base + path, timeout=self.timeout,
-                                        **kwargs)
+                                        stream=True, **kwargs)
         except requests.RequestException as exc:
             _fail(f"cannot reach the judge at {self.base}: {type(exc).__name__}", 1)
 
@@ -67,6 +69,39 @@ class Api:
             _refused(r)
         return r
 
+    def answer(self, method: str, path: str, ok: tuple[int, ...] = (200,),
+               **kwargs: Any) -> tuple[requests.Response, Any]:
+        """:meth:`checked`, and its body read as JSON (:func:`read_answer`)."""
+        r = self.checked(method, path, ok, **kwargs)
+        return r, read_answer(r)
+
+
+def _body(r: requests.Response) -> bytes | None:
+    """The body of ``r``, None when it is over :data:`MAX_ANSWER_BYTES`."""
+    body = bytearray()
+    for chunk in r.iter_content(1 << 16):
+        body += chunk
+        if len(body) > MAX_ANSWER_BYTES:
+            r.close()
+            return None
+    return bytes(body)
+
+
+def read_answer(r: requests.Response) -> Any:
+    """The judge's answer as JSON, read as any JSON from outside is: at most
+    :data:`MAX_ANSWER_BYTES`, nested at most :data:`judge.nesting.MAX_DEPTH` levels
+    (requests' ``json()`` lets a ``RecursionError`` out); exits 1 with the reason if not."""
+    what = f"the judge's answer to {r.request.method} {r.url}"
+    body = _body(r)
+    if body is None:
+        _fail(f"{what} is larger than {MAX_ANSWER_BYTES} bytes", 1)
+    try:
+        return load_json(body)
+    except TooDeep as exc:
+        _fail(f"{what} is JSON {exc}", 1)
+    except ValueError:
+        _fail(f"{what} is not JSON (HTTP {r.status_code})", 1)
+
 
 def _fail(message: str, code: int) -> NoReturn:
     click.echo(f"jaxjudge: error: {message}", err=True)
@@ -75,9 +110,9 @@ def _fail(message: str, code: int) -> NoReturn:
 
 def _refused(r: requests.Response) -> NoReturn:
     try:
-        body = r.json()
-        why = body.get("detail") or body.get("title") or r.reason
-    except ValueError:
+        found = load_json(_body(r) or b"")
+        why = found.get("detail") or found.get("title") or r.reason
+    except (ValueError, AttributeError):
         why = r.reason
     _fail(f"{r.status_code} {why}", 2 if 400 <= r.status_code < 500 else 1)
 
@@ -112,13 +147,13 @@ def push(folder: Path, set_name: str, slug: str | None, publish: bool, create_se
     and verification in the judge's sandbox."""
     api = Api(url, key)
     data = package_zip(folder.resolve())
-    if create_set and api.call("GET", f"/v1/problemsets/{set_name}").status_code == 404:
-        api.checked("POST", "/v1/problemsets", ok=(201,), json={"name": set_name})
+    if create_set and api.answer("GET", f"/v1/problemsets/{set_name}", ok=(200, 404)
+                                 )[0].status_code == 404:
+        api.answer("POST", "/v1/problemsets", ok=(201,), json={"name": set_name})
         click.echo(f"made the set {set_name}")
     params = {"slug": slug or folder.resolve().name, "publish": str(publish).lower()}
-    r = api.checked("POST", f"/v1/problemsets/{set_name}/problems", ok=(200, 202),
-                    data=data, params=params, headers={"Content-Type": "application/zip"})
-    body = r.json()
+    r, body = api.answer("POST", f"/v1/problemsets/{set_name}/problems", ok=(200, 202),
+                         data=data, params=params, headers={"Content-Type": "application/zip"})
     state = "uploaded" if r.status_code == 202 else "already uploaded"
     click.echo(f"{state} {body['problem']} version {body['version']} ({len(data)} bytes "
                f"zipped){'; left out: ' + ', '.join(body['ignored']) if body['ignored'] else ''}")
@@ -128,7 +163,7 @@ def push(folder: Path, set_name: str, slug: str | None, publish: bool, create_se
     shown = 0
     deadline = time.monotonic() + timeout
     while True:
-        body = api.checked("GET", location).json()
+        _, body = api.answer("GET", location)
         for step in body["steps"][shown:]:
             mark = "ok  " if step["ok"] else "FAIL"
             extra = f"  ({step['detail']})" if step["detail"] and not step["ok"] else ""
@@ -155,8 +190,7 @@ def push(folder: Path, set_name: str, slug: str | None, publish: bool, create_se
 def versions(problem: str, url: str, key: str) -> None:
     """Every version of PROBLEM (SET/SLUG), newest first."""
     set_name, _, slug = problem.partition("/")
-    body = Api(url, key).checked("GET", f"/v1/problemsets/{set_name}/problems/{slug}/versions"
-                                 ).json()
+    _, body = Api(url, key).answer("GET", f"/v1/problemsets/{set_name}/problems/{slug}/versions")
     for item in body["items"]:
         live = "live" if item["live"] else ""
         click.echo(f"{item['version']}\t{item['status']}\t{item['done']}/{item['total']}\t"
@@ -172,9 +206,9 @@ def versions(problem: str, url: str, key: str) -> None:
 def publish_version(problem: str, version: str, rejudge: bool, url: str, key: str) -> None:
     """Make VERSION of PROBLEM (SET/SLUG) the live one."""
     set_name, _, slug = problem.partition("/")
-    body = Api(url, key).checked(
+    _, body = Api(url, key).answer(
         "POST", f"/v1/problemsets/{set_name}/problems/{slug}/versions/{version}/publish",
-        json={"rejudge": rejudge}).json()
+        json={"rejudge": rejudge})
     click.echo(f"{body['problem']} is live at {body['live_version']}")
     if body.get("rejudge"):
         click.echo(f"rejudging {body['rejudge']['rejudged']} submission(s): "
