@@ -10,12 +10,12 @@
     jaxjudge lti urls [--base-url URL]
     jaxjudge lti register-url --tenant T [--hours H] [--base-url URL]
 
-Bad input: one line and exit 2 (judge.cli turns UsageError into that).
+Bad input: one line and exit 2 (judge.cli turns UsageError into that). Settings: the
+environment, then what ``make up`` noted for its stack (:mod:`service.stack`): after
+``make up``, the commands reach its Redis and database and print its public URL.
 """
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import click
 from redis import Redis, RedisError
@@ -24,28 +24,21 @@ from judge.errors import UsageError
 from lti import keys as tool_keys
 from lti import platforms as tool_platforms
 from lti import registration
+from service import stack
 from service.db import Database
 from service.settings import ServiceSettings
 
 
 def _settings() -> ServiceSettings:
-    return ServiceSettings()
+    return stack.settings()
 
 
 def _database(settings: ServiceSettings) -> Database:
     return Database(settings.database_url)
 
 
-# Where `make up` writes the URL it serves the tool at (JAXJUDGE_PUBLIC_URL of its
-# processes), so the commands below find it without being told.
-PUBLIC_URL_FILE = Path("var") / "public_url"
-
-
 def _base(settings: ServiceSettings, base_url: str | None) -> str:
-    base = base_url or settings.public_url
-    if not base and (Path.cwd() / PUBLIC_URL_FILE).is_file():
-        base = (Path.cwd() / PUBLIC_URL_FILE).read_text().strip()
-    base = base.rstrip("/")
+    base = (base_url or settings.public_url).rstrip("/")
     if not base:
         raise UsageError("give --base-url (the tool's public URL, as an LMS reaches it) or "
                          "set JAXJUDGE_PUBLIC_URL")

@@ -142,7 +142,7 @@ def request_token(tokens: Tokens, platform: Platform, scopes: Sequence[str]) -> 
     if not got.ok:
         reason = _oauth_error(got.body) if got.status else ""
         raise TokenRefused(Outcome(False, got.status, f"token endpoint: {got.error}{reason}",
-                                   retry=got.retry))
+                                   retry=got.retry, refused=got.refused))
     try:
         if not got.complete:
             raise ValueError("response too long")

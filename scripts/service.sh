@@ -6,10 +6,14 @@
 #         seed solution.
 #   down: stops what `up` started.
 #   dev-key: writes var/dev-key, the admin key `up` prints (readable by this user only).
+# Settings: JAXJUDGE_VAR (./var: database, logs, pids, packages, secret key),
+# JAXJUDGE_PORT (8000), JAXJUDGE_REDIS_PORT (6379) and any other JAXJUDGE_* variable;
+# `up` notes them all in $JAXJUDGE_VAR/stack.json, where the jaxjudge commands find them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 VAR=${JAXJUDGE_VAR:-$ROOT/var}
+export JAXJUDGE_VAR=$VAR  # the database, the packages cache and the secret key are under it
 BIN=$ROOT/.venv/bin
 PORT=${JAXJUDGE_PORT:-8000}
 REDIS_PORT=${JAXJUDGE_REDIS_PORT:-6379}
@@ -60,8 +64,11 @@ up() {
     bash docker/engine.sh
     { docker image inspect jaxjudge-sandbox:latest >/dev/null 2>&1 && [ -s var/zygote-seccomp.json ]; } \
         || PYTHON=$BIN/python bash docker/build-image.sh
+    # Every JAXJUDGE_* setting of the stack, for the operators' commands (jaxjudge keys,
+    # lti, deliveries ...) run later from the checkout: they read $VAR/stack.json.
+    rm -f "$VAR/public_url"  # what an older make up noted instead
+    "$BIN/python" -m service.stack note
     "$BIN/jaxjudge" db upgrade
-    echo "$JAXJUDGE_PUBLIC_URL" >"$VAR/public_url"  # read by `jaxjudge lti urls`
     stop_pid api; stop_pid worker; stop_pid webhooks; stop_pid sweeper
     # gevent: a greenlet per request, so long-polls (?wait=) hold no thread (api/longpoll.py).
     start_bg api "$BIN/gunicorn" --bind "127.0.0.1:$PORT" --worker-class gevent --workers 2 \

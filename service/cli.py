@@ -5,6 +5,12 @@
     jaxjudge keys revoke PREFIX               revoke a key by its printed prefix
     jaxjudge tenants secret T [--rotate]      the tenant's webhook signing secret
     jaxjudge tenants quotas T [--set Q=N]     the tenant's quotas on problem sets
+    jaxjudge deliveries retry --assignment ID | --failed
+                                              send again grades and webhooks that failed
+                                              for good or were refused
+
+Settings: the environment, then what ``make up`` noted for its stack
+(:mod:`service.stack`), so the commands reach the running stack's database and Redis.
 """
 
 from __future__ import annotations
@@ -13,17 +19,17 @@ import click
 from sqlalchemy import select, update
 
 from judge.errors import UsageError
-from service import migrate
+from service import deliveries, migrate, stack
 from service.db import Database, changed, utcnow
 from service.keys import create_key
-from service.models import ApiKey, Role, Tenant
+from service.models import ApiKey, Assignment, Role, Tenant
 from service.problemsets import QUOTA_NAMES, Quotas
-from service.settings import ServiceSettings
+from service.queue import make_celery
 from service.webhooks import new_secret
 
 
 def _database() -> Database:
-    return Database(ServiceSettings().database_url)
+    return Database(stack.settings().database_url)
 
 
 @click.group()
@@ -34,7 +40,7 @@ def db() -> None:
 @db.command("upgrade")
 def db_upgrade() -> None:
     """Create or migrate the database to the latest schema."""
-    url = ServiceSettings().database_url
+    url = stack.settings().database_url
     migrate.upgrade(url)
     click.echo(f"database at revision {migrate.current(url)}")
 
@@ -110,7 +116,7 @@ def tenants_secret(name: str, rotate: bool) -> None:
               help="Go back to the settings' value of a quota; repeatable.")
 def tenants_quotas(name: str, values: tuple[str, ...], reset: tuple[str, ...]) -> None:
     """Show (and with --set or --reset, change) the tenant's quotas on problem sets."""
-    settings = ServiceSettings()
+    settings = stack.settings()
     with _database().session() as s:
         tenant = s.scalar(select(Tenant).where(Tenant.name == name))
         if tenant is None:
@@ -138,3 +144,37 @@ def tenants_quotas(name: str, values: tuple[str, ...], reset: tuple[str, ...]) -
     for key in QUOTA_NAMES:
         mark = "" if key not in own else "  (the tenant's own)"
         click.echo(f"{key}\t{getattr(quotas, key):g}{mark}")
+
+
+@click.group("deliveries")
+def deliveries_group() -> None:
+    """The outbox: webhooks and grades to LMSs."""
+
+
+@deliveries_group.command("retry")
+@click.option("--assignment", "assignment_id", default=None, metavar="ID",
+              help="The grades of this LMS assignment that failed or were refused.")
+@click.option("--failed", "every", is_flag=True,
+              help="Every delivery that failed for good or was refused: grades and "
+              "webhooks, of every tenant.")
+def deliveries_retry(assignment_id: str | None, every: bool) -> None:
+    """Send again what failed for good or was refused by the address policy: for a
+    webhook, the report its submission holds now; for a grade, each student's newest
+    (the policy's grade over every graded submission). The same delivery is sent again
+    (its id and body kept), with a fresh round of tries; one that is being sent, or that
+    was delivered, is left alone."""
+    if (assignment_id is None) == (not every):
+        raise UsageError("say what to send again: --assignment ID or --failed")
+    settings = stack.settings()
+    database = Database(settings.database_url)
+    try:
+        if assignment_id is not None:
+            with database.session() as s:
+                if s.get(Assignment, assignment_id) is None:
+                    raise UsageError(f"no assignment {assignment_id!r}")
+        started = deliveries.send_again(database, make_celery(settings),
+                                        timeout=settings.publish_timeout_seconds,
+                                        assignment_id=assignment_id)
+    finally:
+        database.dispose()
+    click.echo(f"{started} deliveries sent again")

@@ -14,6 +14,16 @@ Destinations have a kind, and every kind goes through the same table, tries, tas
 sweeper: ``webhook`` (the submission's ``callback_url``) and ``lti-score`` (the grade of a
 submission made to an LMS assignment, to the assignment's AGS line item; its body is
 fixed at the first try, :mod:`service.scores`).
+
+A delivery that failed for good or was refused by the address policy is not lost: it
+can be sent again (:func:`stuck` finds those whose sending still matters, :func:`reopen`
+starts a new round of tries on the same row, its id and body kept, and :func:`queue`
+queues each round's first try): from the gradebook, with ``jaxjudge deliveries retry``,
+and by the sweeper (:func:`reopen_allowed`) for every refusal made under another
+allow-list than the one it runs with, so an operator who sets ``JAXJUDGE_WEBHOOK_ALLOW``
+late needs to do nothing more. A round is claimed like any try (one conditional UPDATE
+from the failed or refused state with the tries it had), so two operators, or an
+operator and the sweeper, never start two.
 """
 
 from __future__ import annotations
@@ -26,28 +36,44 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from celery import Celery
-from sqlalchemy import select, update
-from sqlalchemy.orm import Session
+from sqlalchemy import and_, exists, or_, select, update
+from sqlalchemy.orm import Session, aliased
 
-from service.db import Database, changed, utcnow
+from service.db import MAX_BIND, Database, changed, utcnow
 from service.models import Delivery, DeliveryStatus, Status, Submission, Tenant
 from service.queue import send_delivery
+from service.webhooks import allow_key
 from service.wire import WebhookEvent, WebhookState, submission_out
 
 log = logging.getLogger(__name__)
 WEBHOOK = "webhook"
 LTI_SCORE = "lti-score"
+REPORT = "report"  # the cause of a delivery opened with the report it carries
+OVER = (DeliveryStatus.FAILED, DeliveryStatus.REFUSED)  # may be sent again
+MAX_ERROR = 500  # characters of a try's error kept (the column's size)
 
 
 def open_delivery(s: Session, submission_id: str, attempt: int, tenant_id: int, url: str,
-                  now: datetime, kind: str = WEBHOOK) -> str:
-    """Open the delivery of ``kind`` of the report ``attempt`` stored, due now; its id."""
+                  now: datetime, kind: str = WEBHOOK, cause: str = REPORT) -> str:
+    """Open the delivery of ``kind`` of the report ``attempt`` stored, due now; its id.
+    ``cause`` tells deliveries of one report and kind apart (a policy switch's score)."""
     delivery = Delivery(id=uuid.uuid4().hex, kind=kind, submission_id=submission_id,
                         attempt=attempt, tenant_id=tenant_id, url=url,
                         status=DeliveryStatus.PENDING, attempts=0, due_at=now,
-                        created_at=now, updated_at=now)
+                        cause=cause, first_try=0, created_at=now, updated_at=now)
     s.add(delivery)
     return delivery.id
+
+
+def clip(text: str, limit: int = MAX_ERROR) -> str:
+    """``text`` whole when it fits in ``limit`` characters, else cut after its last whole
+    word that fits, with an ellipsis: a reason is never cut mid-word."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text[:limit - 1]
+    head = cut.rsplit(" ", 1)[0] if " " in cut else cut
+    return head.rstrip(",;:") + "…"
 
 
 def cancel(s: Session, submission_ids: Sequence[str], now: datetime) -> None:
@@ -67,6 +93,7 @@ class Try:
     url: str
     kind: str = WEBHOOK
     payload: dict[str, Any] | None = None  # what an earlier try fixed (an LTI score)
+    first: int = 0  # the try its round began at (a delivery sent again starts a round)
 
 
 def claim_try(db: Database, delivery_id: str, number: int, *, lease: float) -> Try | None:
@@ -83,19 +110,21 @@ def claim_try(db: Database, delivery_id: str, number: int, *, lease: float) -> T
         row = s.get(Delivery, delivery_id)
         assert row is not None
         return Try(delivery_id, number, row.submission_id, row.attempt, row.tenant_id, row.url,
-                   row.kind, row.payload)
+                   row.kind, row.payload, row.first_try)
 
 
 def finish_try(db: Database, taken: Try, *, status: DeliveryStatus, error: str,
-               retry_in: float | None) -> None:
-    """Record how a try ended and when the next one is due (None: no next)."""
+               retry_in: float | None, refused_under: str | None = None) -> None:
+    """Record how a try ended and when the next one is due (None: no next). A refusal
+    records the fingerprint of the allow-list that refused it (``refused_under``)."""
     now = utcnow()
     due = now + timedelta(seconds=retry_in) if retry_in is not None else None
     with db.session() as s:
         changed(s, update(Delivery).where(
             Delivery.id == taken.delivery_id, Delivery.status == DeliveryStatus.PENDING,
             Delivery.attempts == taken.number + 1,
-        ).values(status=status, last_error=error[:500] or None, due_at=due, updated_at=now))
+        ).values(status=status, last_error=clip(error) or None, due_at=due, updated_at=now,
+                 refused_allow=refused_under if status == DeliveryStatus.REFUSED else None))
 
 
 def render(db: Database, taken: Try) -> tuple[bytes, str] | None:
@@ -140,3 +169,95 @@ def resend_overdue(db: Database, celery: Celery, *, timeout: float, grace: float
         if len(rows) < page:
             return sent
         after = rows[-1][0]
+
+
+def stuck(s: Session, *, statuses: Sequence[DeliveryStatus] = OVER,
+          assignment_id: str | None = None, user_id: str | None = None,
+          not_under: str | None = None, before: datetime | None = None, after: str = "",
+          limit: int | None = None) -> list[tuple[str, int]]:
+    """(id, tries begun) of the deliveries in ``statuses`` whose sending still matters,
+    by id: a webhook that carries the report its submission holds now, and the newest
+    score of each (assignment, student) (an older one is overtaken: the newest carries
+    the policy's grade over every graded submission). Narrowed to an assignment, one of
+    its students, refusals not made under the allow-list ``not_under``, rows last
+    changed ``before`` a time, ids after ``after``."""
+    later, theirs = aliased(Delivery), aliased(Submission)
+    overtaken = exists().where(
+        later.submission_id == theirs.id, later.kind == LTI_SCORE,
+        theirs.assignment_id == Submission.assignment_id,
+        theirs.student_id == Submission.student_id,
+        or_(later.created_at > Delivery.created_at,
+            and_(later.created_at == Delivery.created_at, later.id > Delivery.id)))
+    query = (select(Delivery.id, Delivery.attempts)
+             .join(Submission, Submission.id == Delivery.submission_id)
+             .where(Delivery.status.in_(list(statuses)), Delivery.id > after,
+                    or_(and_(Delivery.kind == WEBHOOK, Delivery.attempt == Submission.attempt,
+                             Submission.status == Status.DONE),
+                        and_(Delivery.kind == LTI_SCORE, ~overtaken)))
+             .order_by(Delivery.id))
+    if assignment_id is not None:
+        query = query.where(Submission.assignment_id == assignment_id)
+    if user_id is not None:
+        query = query.where(Submission.student_id == user_id)
+    if not_under is not None:
+        query = query.where(or_(Delivery.refused_allow.is_(None),
+                                Delivery.refused_allow != not_under))
+    if before is not None:
+        query = query.where(Delivery.updated_at < before)
+    if limit is not None:
+        query = query.limit(limit)
+    return [(delivery_id, tries) for delivery_id, tries in s.execute(query).all()]
+
+
+def reopen(s: Session, found: Sequence[tuple[str, int]], now: datetime) -> list[tuple[str, int]]:
+    """Start a new round of tries of each (delivery, tries begun) that is still failed or
+    refused with that many tries begun: pending, due now, its id and body kept. The
+    (delivery, try) of each round's first try, to :func:`queue` once committed; a
+    delivery another caller reopened first is not in it."""
+    opened = []
+    for delivery_id, tries in found:
+        if changed(s, update(Delivery).where(
+                Delivery.id == delivery_id, Delivery.status.in_(list(OVER)),
+                Delivery.attempts == tries,
+        ).values(status=DeliveryStatus.PENDING, due_at=now, first_try=tries, updated_at=now)):
+            opened.append((delivery_id, tries))
+    return opened
+
+
+def queue(celery: Celery, tries: Sequence[tuple[str, int]], *, timeout: float) -> int:
+    """Queue each (delivery, try); how many were queued. Stops at the first broker
+    failure: the rest are due, and the sweeper sends them once they are overdue."""
+    for done, (delivery_id, number) in enumerate(tries):
+        try:
+            send_delivery(celery, delivery_id, number, timeout=timeout)
+        except Exception as exc:
+            log.warning("delivery tries left to the sweeper: %s", exc)
+            return done
+    return len(tries)
+
+
+def send_again(db: Database, celery: Celery, *, timeout: float, **narrowed: Any) -> int:
+    """Send again every failed or refused delivery whose sending still matters (narrowed
+    as :func:`stuck` says), a page at a time; how many rounds were started."""
+    started, after = 0, ""
+    while True:
+        with db.session() as s:
+            found = stuck(s, after=after, limit=MAX_BIND, **narrowed)
+            opened = reopen(s, found, utcnow())
+        queue(celery, opened, timeout=timeout)
+        started += len(opened)
+        if len(found) < MAX_BIND:
+            return started
+        after = found[-1][0]
+
+
+def reopen_allowed(db: Database, celery: Celery, allow: Sequence[str], *, grace: float,
+                   timeout: float) -> int:
+    """The sweeper's part: send again every refusal made under another allow-list than
+    ``allow`` (the operator changed ``JAXJUDGE_WEBHOOK_ALLOW`` since; refusals made
+    before refusals were fingerprinted count too) and last changed over ``grace``
+    seconds ago. One more round each: a destination the new list still refuses is
+    refused again under it and left alone until the list changes again."""
+    return send_again(db, celery, timeout=timeout, statuses=[DeliveryStatus.REFUSED],
+                      not_under=allow_key(allow),
+                      before=utcnow() - timedelta(seconds=grace))

@@ -51,7 +51,8 @@ class DeliveryStatus(StrEnum):
     PENDING = "pending"  # tries to come (or one in flight)
     DELIVERED = "delivered"
     FAILED = "failed"  # the receiver kept failing, or answered a final 4xx/3xx
-    REFUSED = "refused"  # the destination is refused by the SSRF policy
+    REFUSED = "refused"  # the destination is refused by the SSRF policy (tried again when
+    # the allow-list changes)
     CANCELLED = "cancelled"  # a rejudge replaced the report before it was delivered
 
 
@@ -189,11 +190,20 @@ class Delivery(Base):
     ``lti-score`` (the grade, to the LMS line item of the submission's assignment).
     ``payload`` is what a kind fixes at its first try and sends unchanged on every retry
     (an LTI score and its timestamp), so a retried try is the same request.
+
+    ``cause`` is why it was opened: ``report`` (with the report it carries; one per
+    report and kind) or ``policy:<switch>`` (an LTI score opened when the assignment's
+    grade policy changed the student's grade). A delivery that failed for good or was
+    refused may be sent again (the gradebook, ``jaxjudge deliveries retry``, the sweeper
+    when the allow-list that refused it changed): the same row, its id and body kept,
+    with a new round of tries from ``first_try`` (the try number the round began at).
+    ``refused_allow`` is the fingerprint of the allow-list a refusal happened under
+    (:func:`service.webhooks.allow_key`).
     """
 
     __tablename__ = "deliveries"
     __table_args__ = (
-        UniqueConstraint("submission_id", "attempt", "kind", name="uq_delivery_report"),
+        UniqueConstraint("submission_id", "attempt", "kind", "cause", name="uq_delivery_report"),
         Index("ix_deliveries_due", "status", "due_at"),
     )
 
@@ -209,6 +219,9 @@ class Delivery(Base):
     due_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     last_error: Mapped[str | None] = mapped_column(String(500), nullable=True)
     payload: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    cause: Mapped[str] = mapped_column(String(40), default="report")
+    first_try: Mapped[int] = mapped_column(Integer, default=0)
+    refused_allow: Mapped[str | None] = mapped_column(String(16), nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 

@@ -22,7 +22,7 @@ from service.courses import is_instructor
 from service.db import Database, chunked, utcnow
 from service.exports import ExportRow
 from service.models import Assignment, Course, Member, Policy, Status, Submission
-from service.scores import ScoreState, score_states
+from service.scores import ScoreState, rank, score_states, switch_policy
 
 # A listing reads neither the code nor the report (raiseload: touching one is a bug).
 LISTED = (defer(Submission.code, raiseload=True), defer(Submission.report, raiseload=True))
@@ -146,14 +146,8 @@ class GradeRow:
 
 
 def _better(policy: str, a: Submission, b: Submission | None) -> bool:
-    """Whether ``a`` is the grade rather than ``b`` (best: the highest score, the latest
-    of equals; latest: the last one received), as the LMS score is chosen."""
-    if b is None:
-        return True
-    later = (a.received_at, a.id) > (b.received_at, b.id)
-    if policy == Policy.LATEST:
-        return later
-    return (a.score or 0) > (b.score or 0) or ((a.score or 0) == (b.score or 0) and later)
+    """Whether ``a`` is the grade rather than ``b``, as the LMS score is chosen."""
+    return b is None or rank(policy)(a) > rank(policy)(b)
 
 
 def gradebook(s: Session, assignment: Assignment, *, sort: str = "name",
@@ -209,9 +203,11 @@ def gradebook(s: Session, assignment: Assignment, *, sort: str = "name",
     return found
 
 
-def set_policy(s: Session, assignment: Assignment, policy: Literal["best", "latest"]) -> None:
-    assignment.policy = Policy(policy)
-    assignment.updated_at = utcnow()
+def set_policy(s: Session, assignment: Assignment,
+               policy: Literal["best", "latest"]) -> list[str]:
+    """Switch the assignment's grade policy; the LTI scores it opened (one per student
+    whose grade changed), to queue once committed (:func:`service.scores.switch_policy`)."""
+    return switch_policy(s, assignment, Policy(policy))
 
 
 def export_rows(db: Database, assignment: Assignment) -> Iterator[list[ExportRow]]:

@@ -19,15 +19,22 @@ stored in ``Delivery.payload``, so every retry is the same request:
   two concurrent tries never fix the same timestamp. Platforms refuse a score that is not
   later than the one they hold (Moodle answers 409).
 
+Switching an assignment's policy (:func:`switch_policy`) opens, in the transaction that
+changes the policy, one score for every student whose grade it changes (the policy now
+picks another submission), none for the others; their bodies are fixed at their first
+tries like any score, so their timestamps are later than every score before them.
+
 The pages read where scores stand with :func:`score_states` (one per student of an
 assignment, the newest) and :func:`last_sent` (what the LMS has).
 """
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
 from sqlalchemy import select, update
@@ -36,7 +43,7 @@ from sqlalchemy.orm import Session
 
 from judge.verdict import Verdict
 from service.db import Database, changed, utcnow
-from service.deliveries import LTI_SCORE, Try
+from service.deliveries import LTI_SCORE, Try, open_delivery
 from service.models import (
     Assignment,
     Delivery,
@@ -75,15 +82,64 @@ def comment(verdict: str, tests: list[dict[str, Any]]) -> str:
     return f"Verdict: {words}. Tests passed: {passed} of {len(tests)}."
 
 
+class Graded(Protocol):
+    """What a policy reads of a graded submission (a row, or a column tuple)."""
+
+    id: str
+    score: float | None
+    received_at: datetime
+
+
+def rank(policy: str) -> Callable[[Graded], tuple[Any, ...]]:
+    """The order of a student's graded submissions under ``policy``, the grade last:
+    ``best`` the highest score, the latest of equals; ``latest`` the last received."""
+    if policy == Policy.LATEST:
+        return lambda sub: (sub.received_at, sub.id)
+    return lambda sub: (sub.score or 0, sub.received_at, sub.id)
+
+
+GRADED = (Submission.status == Status.DONE, Submission.score.is_not(None))
+
+
 def _chosen(s: Session, assignment: Assignment, student: str) -> Submission | None:
     """The submission whose score is the student's grade under the assignment's policy."""
-    order = ((Submission.received_at.desc(), Submission.id.desc())
-             if assignment.policy == Policy.LATEST else
-             (Submission.score.desc(), Submission.received_at.desc(), Submission.id.desc()))
-    return s.scalars(select(Submission).where(
+    rows = s.scalars(select(Submission).where(
         Submission.assignment_id == assignment.id, Submission.student_id == student,
-        Submission.status == Status.DONE, Submission.score.is_not(None),
-    ).order_by(*order).limit(1)).first()
+        *GRADED)).all()
+    return max(rows, key=rank(assignment.policy), default=None)
+
+
+def switch_policy(s: Session, assignment: Assignment, policy: Policy,
+                  now: datetime | None = None) -> list[str]:
+    """Set the assignment's grade policy, and open a score to its line item for every
+    student whose grade that changes (the policy picks another of their graded
+    submissions; the score hangs on that one); the ids of the scores opened, to queue
+    once committed. The switch is a conditional UPDATE from the policy the assignment
+    had, so the same switch made twice (a form sent again, two instructors at once)
+    opens the scores once; a switch back is another switch."""
+    now = now or utcnow()
+    old = assignment.policy
+    if old == policy or not changed(s, update(Assignment).where(
+            Assignment.id == assignment.id, Assignment.policy == old,
+    ).values(policy=policy, updated_at=now)):
+        return []
+    url = scores_url(s, assignment.id)
+    if url is None:
+        return []
+    graded: dict[str, list[Any]] = {}
+    for row in s.execute(select(Submission.id, Submission.student_id, Submission.attempt,
+                                Submission.score, Submission.received_at).where(
+            Submission.assignment_id == assignment.id, Submission.student_id.is_not(None),
+            *GRADED)):
+        graded.setdefault(row.student_id, []).append(row)
+    before, after, cause = rank(old), rank(policy), f"policy:{uuid.uuid4().hex[:12]}"
+    opened = []
+    for student in sorted(graded):
+        chosen = max(graded[student], key=after)
+        if chosen.id != max(graded[student], key=before).id:
+            opened.append(open_delivery(s, chosen.id, chosen.attempt, assignment.tenant_id,
+                                        url, now, kind=LTI_SCORE, cause=cause))
+    return opened
 
 
 def next_timestamp(s: Session, assignment_id: str, user_id: str,

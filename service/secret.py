@@ -2,7 +2,7 @@
 signs launch links.
 
 It is ``JAXJUDGE_SECRET_KEY`` when set. When empty, a random one is made once in
-``./var/secret_key`` (the working directory's ``var/``, beside the embedded database),
+``<var>/secret_key`` (``JAXJUDGE_VAR``, ``./var`` by default, beside the embedded database),
 created with mode 0600 from the start (``O_CREAT | O_EXCL`` with the mode, never
 chmod-ed afterwards), and read from there by every later process. Two processes that race
 to make it both end up reading the one that was written first. A deployment of several
@@ -19,14 +19,14 @@ from pathlib import Path
 from judge.errors import UsageError
 from service.settings import ServiceSettings
 
-SECRET_FILE = Path("var") / "secret_key"
+SECRET_FILE = "secret_key"
 
 
 def secret_key(settings: ServiceSettings, path: Path | None = None) -> bytes:
-    """The configured secret, or the one kept in ``./var/secret_key`` (made if missing)."""
+    """The configured secret, or the one kept in ``<var>/secret_key`` (made if missing)."""
     if settings.secret_key:
         return settings.secret_key.encode()
-    path = path or Path.cwd() / SECRET_FILE
+    path = path or settings.var / SECRET_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

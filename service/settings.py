@@ -3,23 +3,39 @@ edge (the API factory, the worker, the CLI) and passed down.
 
 The core's settings (:class:`judge.settings.Settings`: sandbox, limits, pool size) are read
 the same way and separately; a process that grades holds both.
+
+What a deployment keeps on disk lives under one folder, ``var`` (``JAXJUDGE_VAR``, by
+default ``./var``): the embedded database, the packages cache and the secret key made
+when none is set derive from it unless set themselves. The operators' commands also read
+the settings that ``make up`` noted there (:mod:`service.stack`).
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def _var() -> Path:
+    return Path.cwd() / "var"
 
 
 class ServiceSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="JAXJUDGE_", frozen=True, extra="ignore")
 
+    var: Path = Field(
+        default_factory=_var,
+        description="The deployment's folder (./var by default): the embedded database, "
+        "the packages cache, the secret key made when none is set, and what `make up` "
+        "notes for the operators' commands (stack.json), its logs and process ids.",
+    )
     database_url: str = Field(
-        default_factory=lambda: f"sqlite:///{Path.cwd() / 'var' / 'jaxjudge.db'}",
-        description="SQLAlchemy URL. SQLite is the embedded default (./var/jaxjudge.db); "
+        default_factory=lambda: f"sqlite:///{_var() / 'jaxjudge.db'}",
+        description="SQLAlchemy URL. SQLite is the embedded default (<var>/jaxjudge.db); "
         "deploy on PostgreSQL "
         "(postgresql+psycopg://user:password@host/db).",
     )
@@ -121,7 +137,7 @@ class ServiceSettings(BaseSettings):
     secret_key: str = Field(
         default="", description="Encrypts the LTI tool's private keys in the database and "
         "signs launch links. Required by the pages and LTI; empty: a random key is made "
-        "once in ./var/secret_key (mode 0600) and read from there. Every API and worker "
+        "once in <var>/secret_key (mode 0600) and read from there. Every API and worker "
         "process of a deployment must see the same value."
     )
     public_url: str = Field(
@@ -173,10 +189,10 @@ class ServiceSettings(BaseSettings):
 
     # Problem sets of tenants (uploaded packages).
     packages_dir: Path = Field(
-        default_factory=lambda: Path.cwd() / "var" / "packages",
+        default_factory=lambda: _var() / "packages",
         description="Where API and worker processes unpack the uploaded packages they "
-        "show or grade (a cache: the database keeps every version; each process may have "
-        "its own).",
+        "show or grade (<var>/packages; a cache: the database keeps every version; each "
+        "process may have its own).",
     )
     quota_sets: int = Field(default=10, ge=0, description="Problem sets a tenant may own.")
     quota_problems: int = Field(
@@ -220,3 +236,13 @@ class ServiceSettings(BaseSettings):
     webhook_backoff_seconds: float = Field(
         default=5.0, gt=0, description="First retry delay; doubles each try (capped at 1 h)."
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _under_var(cls, data: Any) -> Any:
+        """The database and the packages cache are under ``var`` unless set themselves."""
+        if isinstance(data, dict) and data.get("var"):
+            var = Path(data["var"])
+            data.setdefault("database_url", f"sqlite:///{var / 'jaxjudge.db'}")
+            data.setdefault("packages_dir", var / "packages")
+        return data

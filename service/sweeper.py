@@ -8,6 +8,9 @@
   started are published again (a message lost with the broker's data);
 - delivery tries (webhooks, LTI scores) that are overdue are queued again
   (:func:`service.deliveries.resend_overdue`);
+- deliveries refused by the address policy under another allow-list than the sweeper's
+  (the operator changed ``JAXJUDGE_WEBHOOK_ALLOW`` since) are sent again, once per
+  change (:func:`service.deliveries.reopen_allowed`);
 - builds of uploaded packages never published, due again, or whose worker was lost are
   published (:func:`service.problemsets.builds_to_send`).
 
@@ -129,7 +132,8 @@ def find_strays(db: Database, *, stale_after: float, requeue_after: float,
 
 def sweep(db: Database, celery: Celery, settings: ServiceSettings) -> SweepPlan:
     """Requeue lost gradings, publish unpublished and stale submissions, resend overdue
-    delivery tries (webhooks and LTI scores)."""
+    delivery tries (webhooks and LTI scores), send again what an earlier allow-list
+    refused."""
     plan = find_strays(db, stale_after=settings.stale_after_seconds,
                        requeue_after=settings.requeue_after_seconds)
     todo = plan.unpublished + plan.stale
@@ -138,16 +142,20 @@ def sweep(db: Database, celery: Celery, settings: ServiceSettings) -> SweepPlan:
     resent = deliveries.resend_overdue(db, celery, timeout=settings.publish_timeout_seconds,
                                        grace=settings.stale_after_seconds,
                                        resend_after=settings.requeue_after_seconds)
+    allowed = deliveries.reopen_allowed(db, celery, settings.webhook_allow,
+                                        grace=settings.stale_after_seconds,
+                                        timeout=settings.publish_timeout_seconds)
     builds = problemsets.builds_to_send(db, stale_after=settings.stale_after_seconds)
     for version_id in builds:
         if not problemsets.dispatch_build(db, celery, version_id,
                                           timeout=settings.publish_timeout_seconds,
                                           resend_after=settings.requeue_after_seconds):
             break
-    if plan.lost or todo or resent or builds:
+    if plan.lost or todo or resent or allowed or builds:
         log.info("sweep: %d lost, %d unpublished, %d stale, %d delivery tries resent, "
-                 "%d builds sent", len(plan.lost), len(plan.unpublished), len(plan.stale),
-                 resent, len(builds))
+                 "%d refused deliveries sent again under the allow-list, %d builds sent",
+                 len(plan.lost), len(plan.unpublished), len(plan.stale), resent, allowed,
+                 len(builds))
     return plan
 
 

@@ -28,11 +28,19 @@ names. ``resolve`` (at delivery) refuses when ANY resolved address is forbidden,
 connects to that checked address itself, so DNS rebinding cannot redirect the request. An
 ``allow`` entry lifts the policy for a host name (exact, case-insensitive; its resolved
 addresses are then trusted too) or for an address / CIDR network.
+
+A refusal at delivery (:func:`fetch`) says what lifts it: ``refused: <why>; to let the
+judge reach it, add "<address or host>" to JAXJUDGE_WEBHOOK_ALLOW``, in words an LMS
+administrator connects to the setting (the same client sends LTI grades, reads rosters
+and registers platforms). The outcome is marked ``refused``, and the delivery remembers
+the allow-list that refused it (:func:`allow_key`), so it is tried again by itself when
+the operator changes the setting (:mod:`service.deliveries`).
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import ipaddress
 import secrets
 import socket
@@ -61,7 +69,13 @@ Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 
 class WebhookRefused(UsageError):
-    """The callback URL is refused by policy (one-line reason); nothing was sent."""
+    """The URL is refused by policy (one-line reason); nothing was sent. ``entry`` is what
+    ``webhook_allow`` would need to let it through (an address or a host name), when the
+    allow-list can lift the refusal at all."""
+
+    def __init__(self, message: str, entry: str | None = None) -> None:
+        super().__init__(message)
+        self.entry = entry
 
 
 @dataclass(frozen=True)
@@ -76,6 +90,8 @@ class Outcome:
     body: bytes = field(default=b"", compare=False)  # at most the limit
     headers: Mapping[str, str] = field(default_factory=dict, compare=False)  # lower-case names
     complete: bool = field(default=False, compare=False)  # all of the body, in time
+    # Refused by the address policy before anything was sent (``webhook_allow`` may lift it).
+    refused: bool = field(default=False, compare=False)
 
 
 def new_secret() -> str:
@@ -99,6 +115,21 @@ def verify(secret: str, body: bytes, headers: Mapping[str, str]) -> bool:
     except (WebhookVerificationError, ValueError):  # a malformed header: ValueError
         return False
     return True
+
+
+def allow_key(allow: Sequence[str]) -> str:
+    """A short fingerprint of an allow-list, the same for the same entries in any order
+    or case: a delivery refused under one key is tried again once the key changes."""
+    entries = sorted({e.strip().lower().rstrip(".") for e in allow} - {""})
+    return hashlib.sha256("\n".join(entries).encode()).hexdigest()[:16]
+
+
+def advice(exc: WebhookRefused) -> str:
+    """The refusal, and what setting lifts it when one can."""
+    if exc.entry is None:
+        return str(exc)
+    return (f'{exc}; to let the judge reach it, add "{exc.entry}" to '
+            "JAXJUDGE_WEBHOOK_ALLOW (a JSON list of hosts, addresses or networks)")
 
 
 def _forbidden(addr: Address) -> bool:
@@ -144,23 +175,23 @@ def _allowed(host: str, addr: Address | None, allow: Sequence[str]) -> bool:
 
 def _split(url: str) -> tuple[SplitResult, str, int]:
     if len(url) > MAX_URL:
-        raise WebhookRefused(f"callback URL longer than {MAX_URL} characters")
+        raise WebhookRefused(f"URL longer than {MAX_URL} characters")
     if any(c <= " " or c == "\x7f" for c in url):
-        raise WebhookRefused("callback URL contains whitespace or control characters")
+        raise WebhookRefused("URL contains whitespace or control characters")
     try:
         parts = urlsplit(url)
         port = parts.port
     except ValueError as exc:
-        raise WebhookRefused(f"malformed callback URL: {exc}") from None
+        raise WebhookRefused(f"malformed URL: {exc}") from None
     if parts.scheme.lower() not in ("http", "https"):
-        raise WebhookRefused(f"callback scheme {parts.scheme!r} is not http or https")
+        raise WebhookRefused(f"URL scheme {parts.scheme!r} is not http or https")
     if "@" in parts.netloc:
-        raise WebhookRefused("callback URL must not carry credentials (user:pass@)")
+        raise WebhookRefused("URL must not carry credentials (user:pass@)")
     host = (parts.hostname or "").rstrip(".")
     if not host:
-        raise WebhookRefused("callback URL has no host")
+        raise WebhookRefused("URL has no host")
     if port == 0:
-        raise WebhookRefused("callback URL has an invalid port")
+        raise WebhookRefused("URL has an invalid port")
     return parts, host, port or (443 if parts.scheme.lower() == "https" else 80)
 
 
@@ -172,9 +203,9 @@ def check_url(url: str, allow: Sequence[str]) -> None:
         return
     if addr is not None:
         if _forbidden(addr):
-            raise WebhookRefused(f"callback address {addr} is not a public address")
+            raise WebhookRefused(f"{addr} is not a public address", entry=str(addr))
     elif host in _RESERVED_NAMES or host.endswith(".localhost") or "." not in host:
-        raise WebhookRefused(f"callback host {host!r} is a local name")
+        raise WebhookRefused(f"host {host!r} is a local name", entry=host)
 
 
 def resolve(url: str, allow: Sequence[str]) -> list[str]:
@@ -190,7 +221,8 @@ def resolve(url: str, allow: Sequence[str]) -> list[str]:
         ip = str(sockaddr[0])
         addr = ipaddress.ip_address(ip.split("%", 1)[0])
         if _forbidden(addr) and not _allowed(host, addr, allow):
-            raise WebhookRefused(f"callback host {host!r} resolves to forbidden address {addr}")
+            raise WebhookRefused(f"host {host!r} resolves to {addr}, a forbidden address "
+                                 "(not public)", entry=str(addr))
         if ip not in found:
             found.append(ip)
     if not found:
@@ -216,7 +248,7 @@ def fetch(method: str, url: str, *, headers: Mapping[str, str], allow: Sequence[
     try:
         ips = resolve(url, allow)
     except WebhookRefused as exc:
-        return Outcome(False, None, f"refused: {exc}", retry=False)
+        return Outcome(False, None, f"refused: {advice(exc)}", retry=False, refused=True)
     except (OSError, UnicodeError) as exc:
         return Outcome(False, None, f"cannot resolve host: {exc}", retry=True)
     parts, host, port = _split(url)

@@ -2,7 +2,9 @@
 assignments with their counts, an assignment's gradebook (every member of the roster,
 fetched again from the LMS when it is older than ``lti_roster_max_age_seconds``, and
 everyone who submitted; sortable and filterable with query parameters), one student's
-submissions with their code and full report, rejudging, the exports (CSV, Gradescope
+submissions with their code and full report, rejudging, grades to the LMS (each
+student's state with its reason, a grade that failed or was refused sent again, a policy
+switch sending the grades it changes), the exports (CSV, Gradescope
 ``results.json``) and class uploads (a zip of ``<student_id>.py`` files) with their
 progress. Signed in with a key, the tenant's own problem sets: making a set, uploading a
 package (a new version, built and verified by a worker), a version's checks as its build
@@ -10,6 +12,7 @@ goes, and making a ready version live (with a rejudge and its report)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 from collections.abc import Iterator
@@ -21,9 +24,10 @@ from sqlalchemy import select
 
 from api.app import services
 from judge.errors import ProblemNotFound, SubmissionRejected, UsageError
-from service import problemsets
+from service import deliveries, problemsets
 from service.exports import gradescope_results, results_csv
 from service.launch_links import course_page_assignment
+from service.library import ProblemUnavailable
 from service.models import BuildStatus, Member, Package, PackageVersion, Status, Submission
 from service.packages import PackageRejected
 from service.pages import (
@@ -95,7 +99,7 @@ def new_assignment() -> ResponseReturnValue:
     if not title:
         raise PageError(422, "A course needs a name", "Give the course a name.")
     try:
-        services().library.get(who.tenant_id, problem)
+        _gradable(who.tenant_id, problem)
     except ProblemNotFound as exc:
         raise PageError(422, "Unknown problem", str(exc)) from None
     with services().db.session() as s:
@@ -154,23 +158,48 @@ def gradebook_page(assignment_id: str) -> str:
         course = course_for(s, who, found.course_id)
         rows = gradebook(s, found, sort=sort, descending=descending, search=search,
                          verdict=verdict)
-        total = len(gradebook(s, found)) if search or verdict else len(rows)
+        everyone = gradebook(s, found) if search or verdict else rows
+        total = len(everyone)
+        stuck = sum(1 for r in everyone if r.score and r.score.status in deliveries.OVER)
     return render_template("instructor/gradebook.html", who=who, assignment=found,
                            course=course, rows=rows, total=total, sort=sort,
                            descending=descending, search=search, verdict=verdict,
-                           verdicts=VERDICTS, roster_error=roster_error)
+                           verdicts=VERDICTS, roster_error=roster_error, stuck=stuck,
+                           sent_again=request.args.get("sent", type=int),
+                           policy_sent=request.args.get("policy_sent", type=int))
 
 
 @bp.post("/app/<sid>/assignments/<assignment_id>/policy")
 def policy(assignment_id: str) -> ResponseReturnValue:
+    """Switch the grade policy; the grades it changes go to the LMS."""
     who = instructor()
     chosen = request.form.get("policy", "")
     if chosen not in ("best", "latest"):
         raise PageError(422, "Unknown policy", "The grade is the best or the latest score.")
-    with services().db.session() as s:
-        set_policy(s, taught_assignment(s, who, assignment_id),
-                   "best" if chosen == "best" else "latest")
-    return redirect(url_for("instructor.gradebook_page", assignment_id=assignment_id), 303)
+    svc = services()
+    with svc.db.session() as s:
+        opened = set_policy(s, taught_assignment(s, who, assignment_id),
+                            "best" if chosen == "best" else "latest")
+    deliveries.queue(svc.celery, [(d, 0) for d in opened],
+                     timeout=svc.settings.publish_timeout_seconds)
+    return redirect(url_for("instructor.gradebook_page", assignment_id=assignment_id,
+                            policy_sent=len(opened)), 303)
+
+
+@bp.post("/app/<sid>/assignments/<assignment_id>/scores/send-again")
+def send_again(assignment_id: str) -> ResponseReturnValue:
+    """Send again the grades of the assignment that failed or were refused (one
+    student's with ``user``)."""
+    who = instructor()
+    svc = services()
+    with svc.db.session() as s:
+        found = taught_assignment(s, who, assignment_id)
+    user = request.form.get("user") or None
+    started = deliveries.send_again(svc.db, svc.celery,
+                                    timeout=svc.settings.publish_timeout_seconds,
+                                    assignment_id=found.id, user_id=user)
+    return redirect(url_for("instructor.gradebook_page", assignment_id=assignment_id,
+                            sent=started), 303)
 
 
 @bp.get("/app/<sid>/assignments/<assignment_id>/student")
@@ -189,6 +218,18 @@ def student(assignment_id: str) -> str:
                            user=user, name=name, submissions=shown)
 
 
+def _gradable(tenant_id: int, problem: str, version: str | None = None) -> None:
+    """An error page (503, naming the problem and why) when the problem's package cannot
+    be loaded: an assignment of it, or a rejudge onto it, would only end its submissions
+    ``internal_error`` (they keep their verdicts until the package is fixed)."""
+    try:
+        services().library.get(tenant_id, problem, version)
+    except ProblemUnavailable as exc:
+        log.error("problem %s cannot be loaded: %s", exc.problem_id, exc)
+        raise PageError(503, "Problem unavailable", f"The problem {exc.problem_id} cannot "
+                        f"be loaded ({exc}); fix its package, then try again.") from None
+
+
 def _requeue(where: Any, queue: str) -> int:
     svc = services()
     with svc.db.session() as s:
@@ -204,6 +245,9 @@ def rejudge_one(submission_id: str) -> ResponseReturnValue:
     with services().db.session() as s:
         row = own_submission(s, who, submission_id)
         student_id, assignment_id = row.student_id, row.assignment_id
+        problem, version = row.problem, row.problem_version
+    with contextlib.suppress(ProblemNotFound):  # gone: the grading ends it, saying so
+        _gradable(who.tenant_id, problem, version or None)
     _requeue((Submission.id == submission_id) & (Submission.tenant_id == who.tenant_id),
              INTERACTIVE)
     return redirect(url_for("instructor.student", assignment_id=assignment_id,
@@ -215,6 +259,8 @@ def rejudge_all(assignment_id: str) -> ResponseReturnValue:
     who = instructor()
     with services().db.session() as s:
         found = taught_assignment(s, who, assignment_id)
+    with contextlib.suppress(ProblemNotFound):
+        _gradable(who.tenant_id, found.problem)
     _requeue((Submission.assignment_id == found.id) & (Submission.tenant_id == who.tenant_id),
              BATCH)
     return redirect(url_for("instructor.gradebook_page", assignment_id=assignment_id), 303)

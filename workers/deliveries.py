@@ -3,7 +3,9 @@
 webhook, :mod:`workers.webhooks`; an LTI score, :func:`lti.ags.send_score`), record how
 it ended, and say when the next try is due while the destination fails in a way that
 may pass (connection errors, timeouts, 429, 5xx), with each kind's backoff and number of
-tries."""
+tries, counted from the try its round began at (a delivery sent again has them all). A
+refusal by the address policy records the allow-list it was made under, so the sweeper
+sends it again once the list changes."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from lti.tokens import Tokens
 from service.backoff import backoff
 from service.deliveries import LTI_SCORE, claim_try, finish_try
 from service.models import DeliveryStatus
-from service.webhooks import Outcome
+from service.webhooks import Outcome, allow_key
 from workers import webhooks
 from workers.context import Context
 
@@ -40,7 +42,8 @@ def attempt(ctx: Context, delivery_id: str, try_no: int) -> float | None:
         finish_try(ctx.db, taken, status=DeliveryStatus.CANCELLED,
                    error="the report was replaced by a rejudge", retry_in=None)
         return None
-    again = final is None and result.retry and try_no + 1 < tries
+    made = try_no + 1 - taken.first  # tries of this round, this one included
+    again = final is None and result.retry and made < tries
     if final is not None:
         status = final
     elif result.ok:
@@ -48,8 +51,8 @@ def attempt(ctx: Context, delivery_id: str, try_no: int) -> float | None:
     elif again:
         status = DeliveryStatus.PENDING
     else:
-        status = DeliveryStatus.REFUSED if result.error.startswith("refused") \
-            else DeliveryStatus.FAILED
-    delay = backoff(try_no + 1, base) if again else None
-    finish_try(ctx.db, taken, status=status, error=result.error, retry_in=delay)
+        status = DeliveryStatus.REFUSED if result.refused else DeliveryStatus.FAILED
+    delay = backoff(made, base) if again else None
+    finish_try(ctx.db, taken, status=status, error=result.error, retry_in=delay,
+               refused_under=allow_key(settings.webhook_allow))
     return delay

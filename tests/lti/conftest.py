@@ -11,15 +11,22 @@ from dataclasses import dataclass
 
 import pytest
 from flask import Flask
+from redis import Redis
 from servers import RedisServer, free_port
 from service_fixtures import make_settings
 from werkzeug.serving import make_server
 
+from judge.catalog import Catalog
+from judge.settings import Settings
 from lti import platforms
 from lti.launch import KeySets
 from service.db import Database
+from service.library import Library
 from service.settings import ServiceSettings
 from tests.lti.platform import TestPlatform
+from tests.lti.services_support import Setup, make_setup
+from tests_support import FIXTURE_PROBLEMS
+from workers.context import Context
 
 TENANT = "course-a"
 
@@ -47,6 +54,33 @@ def service_settings(database_url: str, redis_server: RedisServer) -> ServiceSet
     redis_server.client().flushall()
     return make_settings(database_url, redis_server.url,
                          webhook_allow=["127.0.0.1", "localhost"])
+
+
+@pytest.fixture
+def lti_settings(service_settings: ServiceSettings) -> ServiceSettings:
+    """The settings of tries made in this process (quick retries)."""
+    return service_settings.model_copy(update={
+        "secret_key": "tests-secret", "webhook_allow": ["127.0.0.1"],
+        "lti_backoff_seconds": 0.1, "lti_timeout_seconds": 3.0})
+
+
+@pytest.fixture
+def db(tool: Tool) -> Database:
+    return tool.db
+
+
+@pytest.fixture
+def ctx(db: Database, lti_settings: ServiceSettings, redis_server: RedisServer) -> Context:
+    """What the delivery task's body needs, to make tries in this process."""
+    return Context(settings=lti_settings, judge=Settings(problems_dir=FIXTURE_PROBLEMS),
+                   db=db, redis=Redis.from_url(redis_server.url),
+                   library=Library(Catalog(FIXTURE_PROBLEMS), db, lti_settings.packages_dir),
+                   name="test")
+
+
+@pytest.fixture
+def setup(db: Database, lti_settings: ServiceSettings, platform: TestPlatform) -> Setup:
+    return make_setup(db, lti_settings, platform)
 
 
 @pytest.fixture

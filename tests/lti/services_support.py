@@ -20,6 +20,9 @@ from service.models import Assignment, Delivery, LtiPlatform, Status, Submission
 from service.scores import SCORE_SCOPE
 from service.settings import ServiceSettings
 from service.submissions import claim, new_id, store
+from tests.lti.platform_services import PlatformServices
+from workers.context import Context
+from workers.deliveries import attempt
 
 CONTEXT = "course-1"
 
@@ -68,6 +71,15 @@ def make_setup(db: Database, settings: ServiceSettings, platform: Any,
                      lineitem)
 
 
+def offline_setup(db: Database) -> Setup:
+    """A course and an assignment with a line item, of a platform nobody serves (for
+    what happens in the database alone)."""
+    stub: Any = type("Stub", (), {"base": "http://127.0.0.1:9", "client_id": "c",
+                                  "platform_id": None})()
+    stub.services = PlatformServices(stub)
+    return make_setup(db, ServiceSettings(database_url=db.url, secret_key="x"), stub)
+
+
 def report(score: float, verdict: Verdict = Verdict.ACCEPTED, tests: int = 2,
            message: str = "") -> VerdictReport:
     """A report of ``tests`` tests worth 1 each, ``score`` of them passed."""
@@ -114,3 +126,12 @@ def assignment(db: Database, assignment_id: str) -> Assignment:
 def wait_status(db: Database, delivery_id: str, status: str, timeout: float = 60) -> Delivery:
     return wait_for(lambda: (row := delivery(db, delivery_id)).status == status and row,
                     timeout, f"delivery {delivery_id} {status}")
+
+
+def run_tries(ctx: Context, delivery_id: str, limit: int = 20) -> Delivery:
+    """Make the delivery's tries in order in this process, as the task and its retries
+    would (from the try it is at)."""
+    for number in range(delivery(ctx.db, delivery_id).attempts, limit):
+        if attempt(ctx, delivery_id, number) is None:
+            break
+    return delivery(ctx.db, delivery_id)

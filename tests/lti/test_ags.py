@@ -8,66 +8,32 @@ from __future__ import annotations
 
 import threading
 from datetime import datetime
-from typing import Any
 
 import pytest
-from redis import Redis
-from servers import RedisServer
 from sqlalchemy import select
 
-from judge.catalog import Catalog
-from judge.settings import Settings
 from judge.verdict import Verdict
 from lti.tokens import ASSERTION_TYPE, Platform, Tokens, assertion
 from service import scores
 from service.db import Database
-from service.library import Library
 from service.models import Delivery, LtiPlatform, Submission
 from service.scores import last_sent, next_timestamp, score_states, scores_endpoint
 from service.settings import ServiceSettings
 from service.submissions import claim, rejudge, store
-from tests.lti.conftest import Tool
 from tests.lti.platform import TestPlatform
-from tests.lti.platform_services import PlatformServices
-from tests.lti.services_support import Setup, delivery, graded, make_setup, report
-from tests_support import FIXTURE_PROBLEMS
+from tests.lti.services_support import (
+    Setup,
+    delivery,
+    graded,
+    make_setup,
+    offline_setup,
+    report,
+    run_tries,
+)
 from workers.context import Context
 from workers.deliveries import attempt
 
 pytestmark = [pytest.mark.service]
-
-
-@pytest.fixture
-def lti_settings(service_settings: ServiceSettings) -> ServiceSettings:
-    return service_settings.model_copy(update={
-        "secret_key": "tests-secret", "webhook_allow": ["127.0.0.1"],
-        "lti_backoff_seconds": 0.1, "lti_timeout_seconds": 3.0})
-
-
-@pytest.fixture
-def db(tool: Tool) -> Database:
-    return tool.db
-
-
-@pytest.fixture
-def ctx(db: Database, lti_settings: ServiceSettings, redis_server: RedisServer) -> Context:
-    return Context(settings=lti_settings, judge=Settings(problems_dir=FIXTURE_PROBLEMS),
-                   db=db, redis=Redis.from_url(redis_server.url),
-                   library=Library(Catalog(FIXTURE_PROBLEMS), db, lti_settings.packages_dir),
-                   name="test")
-
-
-@pytest.fixture
-def setup(db: Database, lti_settings: ServiceSettings, platform: TestPlatform) -> Setup:
-    return make_setup(db, lti_settings, platform)
-
-
-def run_tries(ctx: Context, delivery_id: str, limit: int = 20) -> Delivery:
-    """Make the delivery's tries in order, as the task and its retries would."""
-    for number in range(limit):
-        if attempt(ctx, delivery_id, number) is None:
-            break
-    return delivery(ctx.db, delivery_id)
 
 
 def test_the_scores_url_is_the_line_item_path_with_scores_before_any_query() -> None:
@@ -139,11 +105,7 @@ def test_timestamps_strictly_increase_under_concurrent_tries(any_database_url: s
     every timestamp handed out is distinct, and each is later than the clock's value
     when it was taken."""
     db = Database(any_database_url)
-    settings = ServiceSettings(database_url=any_database_url, secret_key="x")
-    stub: Any = type("Stub", (), {"base": "http://127.0.0.1:9", "client_id": "c",
-                                  "platform_id": None})()
-    stub.services = PlatformServices(stub)
-    setup = make_setup(db, settings, stub)
+    setup = offline_setup(db)
     taken: list[datetime] = []
     lock = threading.Lock()
     frozen = datetime.fromisoformat("2030-01-01T00:00:00+00:00")  # all at the same "now"

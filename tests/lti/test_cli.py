@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from servers import RedisServer
 
+from service.stack import note
+
 JAXJUDGE = str(Path(sys.executable).parent / "jaxjudge")
 PLATFORM = ["--issuer", "https://lms.example.edu", "--client-id", "client-1",
             "--deployment-id", "d1", "--deployment-id", "d2",
@@ -22,9 +24,9 @@ PLATFORM = ["--issuer", "https://lms.example.edu", "--client-id", "client-1",
 
 @pytest.fixture
 def run(database_url: str, redis_server: RedisServer, tmp_path: Path):  # type: ignore[no-untyped-def]
-    env = {**os.environ, "JAXJUDGE_DATABASE_URL": database_url,
-           "JAXJUDGE_REDIS_URL": redis_server.url, "JAXJUDGE_SECRET_KEY": "cli-test-secret",
-           "JAXJUDGE_PUBLIC_URL": ""}
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("JAXJUDGE_")},
+           "JAXJUDGE_DATABASE_URL": database_url, "JAXJUDGE_REDIS_URL": redis_server.url,
+           "JAXJUDGE_SECRET_KEY": "cli-test-secret"}
 
     def call(*argv: str, **extra: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([JAXJUDGE, "lti", *argv], env={**env, **extra}, cwd=tmp_path,
@@ -106,9 +108,9 @@ def test_urls(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     from_setting = run("urls", JAXJUDGE_PUBLIC_URL="https://tool.example.org")
     assert "https://tool.example.org/lti/login" in from_setting.stdout
     one_line_usage_error(run("urls"), "--base-url")
-    # After `make up`: the URL it serves the tool at, from ./var/public_url.
-    (tmp_path / "var").mkdir()
-    (tmp_path / "var" / "public_url").write_text("http://127.0.0.1:8000\n")
+    # After `make up`: the URL it serves the tool at, from the settings it noted in
+    # ./var/stack.json.
+    note(tmp_path / "var" / "stack.json", {"JAXJUDGE_PUBLIC_URL": "http://127.0.0.1:8000"})
     after_up = run("urls")
     assert after_up.returncode == 0, after_up.stderr
     assert "http://127.0.0.1:8000/lti/login" in after_up.stdout

@@ -10,12 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import select, text
+from sqlalchemy.exc import IntegrityError
 
 from service.db import Database, make_engine, utcnow
-from service.migrate import current, upgrade
+from service.migrate import alembic_config, current, upgrade
 from service.models import Base, Delivery, Grading, Submission, Tenant
 from service.webhooks import sign, verify
 
@@ -23,7 +25,7 @@ pytestmark = pytest.mark.service
 
 
 def test_the_migrated_schema_is_the_models_schema(any_database_url: str) -> None:
-    assert current(any_database_url) == "0005"
+    assert current(any_database_url) == "0006"
     engine = make_engine(any_database_url)
     try:
         with engine.connect() as conn:
@@ -136,3 +138,54 @@ def test_0003_moves_deliveries_to_their_own_table_and_secrets_to_standard_webhoo
     expected = base64.b64encode(hmac.new(old_secret.encode(), b"d" * 32 + b"." + headers[
         "webhook-timestamp"].encode() + b".{}", hashlib.sha256).digest()).decode()
     assert headers["webhook-signature"] == f"v1,{expected}"
+
+
+def test_0006_keeps_every_delivery_and_lets_a_policy_score_share_a_report(
+        empty_database_url: str) -> None:
+    """Deliveries made before 0006 keep their rows (cause ``report``, a first round,
+    refusals not fingerprinted, so the sweeper tries each once more); a policy switch's
+    score may then hang on a report that has its own, a second ``report`` one may not;
+    going back removes the switch's scores and keeps the rest."""
+    upgrade(empty_database_url, "0005")
+    engine = make_engine(empty_database_url)
+    now = utcnow()
+    try:
+        with engine.begin() as conn:
+            conn.execute(text("INSERT INTO tenants (id, name, webhook_secret, created_at)"
+                              " VALUES (1, 'course-a', 'whsec_x', :now)"), {"now": now})
+            conn.execute(text(
+                "INSERT INTO submissions (id, tenant_id, problem, problem_version, code,"
+                " code_sha256, queue, status, enqueued, attempt, tries, received_at, failures)"
+                " VALUES ('s1', 1, 'demo/layout', 'v1', 'x = 1', :sha, 'interactive', 'done',"
+                " false, 1, 1, :now, 0)"), {"sha": "0" * 64, "now": now})
+            conn.execute(text(
+                "INSERT INTO deliveries (id, kind, submission_id, attempt, tenant_id, url,"
+                " status, attempts, last_error, created_at, updated_at) VALUES ('d1',"
+                " 'lti-score', 's1', 1, 1, 'http://10.0.0.5/li/scores', 'refused', 1,"
+                " 'refused: 10.0.0.5 is not a public address', :now, :now)"), {"now": now})
+        upgrade(empty_database_url)
+        assert current(empty_database_url) == "0006"
+        db = Database(empty_database_url)
+        try:
+            with db.session() as s:
+                old = s.get(Delivery, "d1")
+                assert old is not None
+                assert (old.cause, old.first_try, old.refused_allow, old.status) == (
+                    "report", 0, None, "refused")
+            with db.session() as s:
+                s.add(Delivery(id="d2", kind="lti-score", submission_id="s1", attempt=1,
+                               tenant_id=1, url="http://10.0.0.5/li/scores", status="pending",
+                               attempts=0, cause="policy:abc", created_at=now, updated_at=now))
+            with pytest.raises(IntegrityError), db.session() as s:
+                s.add(Delivery(id="d3", kind="lti-score", submission_id="s1", attempt=1,
+                               tenant_id=1, url="http://10.0.0.5/li/scores", status="pending",
+                               attempts=0, cause="report", created_at=now, updated_at=now))
+        finally:
+            db.dispose()
+        command.downgrade(alembic_config(empty_database_url), "0005")
+        with engine.connect() as conn:
+            left = conn.execute(text("SELECT id, status FROM deliveries")).all()
+            kept = conn.execute(text("SELECT count(*) FROM submissions")).scalar()
+    finally:
+        engine.dispose()
+    assert [tuple(r) for r in left] == [("d1", "refused")] and kept == 1

@@ -33,6 +33,7 @@ from service.webhooks import (
     USER_AGENT,
     Outcome,
     WebhookRefused,
+    allow_key,
     check_url,
     deliver,
     new_secret,
@@ -414,3 +415,23 @@ def test_backoff_grows_with_jitter_and_caps() -> None:
     assert all(backoff(7, 1.0, cap=64.0) <= 64.0 for _ in range(100))
     with pytest.raises(ValueError):
         backoff(0, 1.0)
+
+
+def test_a_refusal_says_which_setting_lifts_it(fake_dns: dict[str, list[str]]) -> None:
+    fake_dns["moodle.campus.example.edu"] = ["10.20.0.5"]
+    for url, entry in (("http://10.20.0.5/mod/lti/token.php", "10.20.0.5"),
+                       ("https://moodle.campus.example.edu/mod/lti/token.php", "10.20.0.5"),
+                       ("http://intranet/", "intranet")):
+        result = deliver(url, BODY, signed(), allow=[], timeout=1)
+        assert (result.ok, result.retry, result.refused) == (False, False, True)
+        assert result.error.startswith("refused: ") and "callback" not in result.error
+        assert result.error.endswith(f'add "{entry}" to JAXJUDGE_WEBHOOK_ALLOW (a JSON list '
+                                     "of hosts, addresses or networks)"), result.error
+    syntax = deliver("ftp://example.com/", BODY, signed(), allow=[], timeout=1)
+    assert syntax.refused and "JAXJUDGE_WEBHOOK_ALLOW" not in syntax.error  # nothing lifts it
+
+
+def test_the_allow_lists_fingerprint_ignores_order_case_and_blanks() -> None:
+    assert allow_key(["10.0.0.0/8", "Moodle.Example."]) == allow_key(
+        ["moodle.example", "10.0.0.0/8", " "])
+    assert allow_key([]) != allow_key(["127.0.0.1"]) and len(allow_key([])) == 16
