@@ -11,13 +11,15 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from flask import Flask, Response, json, request
+from flask import Flask, Response, g, json, request
 from pydantic import ValidationError
 from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from werkzeug.exceptions import HTTPException
 
 from judge.errors import ProblemNotFound, UsageError
+from service.library import ProblemUnavailable
+from service.models import ROLE_RANK, Role
 from service.packages import PackageRejected
 from service.submitting import Refused
 
@@ -68,6 +70,18 @@ def register(app: Flask) -> None:
     @app.errorhandler(ProblemNotFound)
     def _no_problem(exc: ProblemNotFound) -> Response:
         return problem(404, "Unknown problem", str(exc))
+
+    @app.errorhandler(ProblemUnavailable)
+    def _unavailable(exc: ProblemUnavailable) -> Response:
+        """What needs a problem whose package cannot be loaded (its page, a launch link
+        to it, a rejudge) is refused, naming it; the loader's message (files of the
+        package) only for instructor and admin keys, as ``GET /v1/problems`` does."""
+        log.error("problem %s cannot be loaded: %s", exc.problem_id, exc)
+        role = g.get("role")
+        why = f": {exc}" if role is not None and ROLE_RANK[role] >= ROLE_RANK[Role.INSTRUCTOR] \
+            else " (GET /v1/problems lists it under broken)"
+        return problem(503, "Problem unavailable", f"the problem {exc.problem_id} cannot be "
+                       f"loaded: its package is broken and an operator must fix it{why}")
 
     @app.errorhandler(PackageRejected)
     def _package(exc: PackageRejected) -> Response:

@@ -9,6 +9,7 @@ has to resend (docs/api.md, "When the broker is down").
 from __future__ import annotations
 
 import base64
+import contextlib
 import logging
 import time
 from datetime import datetime
@@ -22,6 +23,7 @@ from api.app import services
 from api.auth import require
 from api.errors import ApiError
 from api.spec import operation, parse_json, parse_query
+from judge.errors import ProblemNotFound
 from service.longpoll import wait_until
 from service.models import Role, Status, Submission
 from service.queue import INTERACTIVE
@@ -192,5 +194,8 @@ def list_submissions() -> Any:
 @require(Role.INSTRUCTOR)
 def rejudge_submission(submission_id: str) -> Any:
     row = load(submission_id)
+    with contextlib.suppress(ProblemNotFound):  # gone: the grading ends it, saying so
+        # A package that cannot be loaded would only end it internal_error: 503, named.
+        services().library.get(g.tenant_id, row.problem, row.problem_version or None)
     requeue((Submission.id == row.id) & (Submission.tenant_id == g.tenant_id), INTERACTIVE)
     return submission_out(load(row.id)).model_dump(mode="json"), 202

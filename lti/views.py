@@ -44,6 +44,7 @@ from lti.launch import (
     existing_assignment,
     record,
 )
+from service.library import ProblemUnavailable
 from service.models import LtiPlatform
 from web.session import Principal, Sessions
 
@@ -247,7 +248,11 @@ def picked(sid: str) -> BaseResponse:
     problem_id = request.form.get("problem", "")
     if problem_id not in services().library.ids(principal.tenant_id):
         raise LaunchError("no such problem", 404)
-    problem = services().library.get(principal.tenant_id, problem_id)
+    try:
+        problem = services().library.get(principal.tenant_id, problem_id)
+    except ProblemUnavailable as exc:  # listed by id, but its package does not load
+        raise LaunchError(f"the problem {problem_id} cannot be loaded ({exc}); choose "
+                          "another, or fix its package and choose it again", 503) from None
     settings = services().settings
     with services().db.session() as s:
         platform = s.get(LtiPlatform, choice["platform_id"])

@@ -16,6 +16,7 @@ import difflib
 import os
 import shutil
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +29,30 @@ from judge.testdata import check_hash
 from service.db import Database
 from service.models import BuildStatus, Package, PackageVersion
 from service.packages import unpack
+
+
+class ProblemUnavailable(ProblemError):
+    """A problem the tenant has, whose package cannot be loaded: a global one broken on
+    disk (a malformed ``problem.yaml``, missing test data), or an uploaded version that
+    does not unpack or load. ``version`` is what a submission to it records (the
+    uploaded version; empty for a global package, as the ``internal_error`` report that
+    ends such a submission says); the message is the loader's (it names files of the
+    package: for operators and instructors)."""
+
+    def __init__(self, problem_id: str, version: str, reason: str) -> None:
+        super().__init__(" ".join(reason.split()))  # one line (YAML's errors take three)
+        self.problem_id, self.version = problem_id, version
+
+
+def _loaded(problem_id: str, version: str, load: Callable[[], Problem]) -> Problem:
+    """``load()``, its version read (so that callers can record it), or
+    :class:`ProblemUnavailable` saying why not."""
+    try:
+        problem = load()
+        _ = problem.version
+    except ProblemError as exc:
+        raise ProblemUnavailable(problem_id, version, str(exc)) from None
+    return problem
 
 
 @dataclass
@@ -53,9 +78,11 @@ class Library:
 
     def get(self, tenant_id: int, problem_id: str, version: str | None = None) -> Problem:
         """The problem as the tenant sees it: a global one as on disk; one of the
-        tenant's own at ``version`` (any built one), or at its live version."""
+        tenant's own at ``version`` (any built one), or at its live version.
+        :class:`ProblemNotFound` when the tenant has no such problem,
+        :class:`ProblemUnavailable` when it has one whose package cannot be loaded."""
         if self.is_global(problem_id):
-            return self.catalog.get(problem_id)
+            return _loaded(problem_id, "", lambda: self.catalog.get(problem_id))
         with self.db.session() as s:
             package = s.scalar(select(Package).where(Package.problem == problem_id,
                                                      Package.tenant_id == tenant_id))
@@ -67,8 +94,14 @@ class Library:
                                              PackageVersion.status == BuildStatus.READY))
             if row is None:
                 raise self._not_found(tenant_id, problem_id)
-            path = self.unpacked(problem_id, row)
-        return Problem.load(problem_id, path, version=row.version)
+            pinned = row.version
+            try:
+                path = self.unpacked(problem_id, row)
+            except (OSError, ProblemError) as exc:
+                raise ProblemUnavailable(problem_id, pinned,
+                                         f"{problem_id}: cannot unpack: {exc}") from None
+        return _loaded(problem_id, pinned,
+                       lambda: Problem.load(problem_id, path, version=pinned))
 
     def scan(self, tenant_id: int, global_scan: tuple[list[Problem], dict[str, str]] | None
              = None) -> tuple[list[Problem], dict[str, str]]:

@@ -3,9 +3,11 @@ sample tests (their inputs and expected values rendered); never hidden data."""
 
 from __future__ import annotations
 
+from judge.errors import ProblemError
 from judge.problem import Problem
 from judge.testdata import load_tests
 from judge.values import render, render_input
+from service.library import ProblemUnavailable
 from service.wire import ArgumentOut, LimitsOut, ProblemDetail, ProblemSummary, SampleTestOut
 
 
@@ -15,8 +17,13 @@ def summary(problem: Problem) -> ProblemSummary:
 
 
 def detail(problem: Problem) -> ProblemDetail:
+    """:class:`ProblemUnavailable` when its stored tests cannot be read (missing, or not
+    matching their hash)."""
     spec = problem.spec
-    tests = load_tests(problem)
+    try:
+        tests = load_tests(problem)
+    except ProblemError as exc:
+        raise ProblemUnavailable(problem.id, problem.version, str(exc)) from None
     samples = [
         SampleTestOut(name=t.name, input=", ".join(f"{k}={render_input(v)}"
                                                    for k, v in t.args.items()),

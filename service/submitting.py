@@ -29,7 +29,7 @@ from judge.notebook import Source, read_notebook
 from judge.settings import Settings
 from service.batchzip import read_batch_zip
 from service.db import Database
-from service.library import Library
+from service.library import Library, ProblemUnavailable
 from service.metrics import count_received
 from service.models import Batch, Status, Submission
 from service.queue import BATCH, INTERACTIVE
@@ -151,6 +151,22 @@ def replayed(intake: Intake, tenant_id: int, key: str, seen: str | None) -> Subm
     return row
 
 
+def target(intake: Intake, tenant_id: int, problem_id: str) -> tuple[str, str]:
+    """The problem id and version a submission to ``problem_id`` records
+    (:class:`ProblemNotFound` when the tenant has no such problem). A problem whose
+    package cannot be loaded is the judge's fault, not the sender's: the submission is
+    taken all the same (an id, ``queued``) and its grading ends it once with
+    ``internal_error`` and the loader's message, as any grading of a broken package
+    does (docs/api.md, section 9); a rejudge once the package is fixed grades it."""
+    try:
+        problem = intake.library.get(tenant_id, problem_id)
+    except ProblemUnavailable as exc:
+        log.error("problem %s cannot be loaded; its submissions end internal_error: %s",
+                  exc.problem_id, exc)
+        return exc.problem_id, exc.version
+    return problem.id, problem.version
+
+
 def submit(intake: Intake, new: NewSubmission) -> tuple[Submission, bool]:
     """Store ``new`` and queue it; the stored row (without its code) and whether it is
     the replay of an earlier request with the same idempotency key."""
@@ -158,15 +174,15 @@ def submit(intake: Intake, new: NewSubmission) -> tuple[Submission, bool]:
     if key is not None and (found := replayed(intake, new.tenant_id, key,
                                               new.fingerprint)) is not None:
         return found, True
-    problem = intake.library.get(new.tenant_id, new.problem)
+    problem_id, version = target(intake, new.tenant_id, new.problem)
     code = checked_code(intake, new.code)
     callback = checked_callback(intake, new.callback_url)
     limit = intake.settings.max_metadata_bytes
     if new.metadata is not None and len(json.dumps(new.metadata)) > limit:
         raise Refused(422, "Unprocessable submission", f"metadata is over {limit} bytes as JSON")
     row = Submission(
-        id=new_id(), tenant_id=new.tenant_id, problem=problem.id,
-        problem_version=problem.version, student_id=new.student_id, code=code,
+        id=new_id(), tenant_id=new.tenant_id, problem=problem_id,
+        problem_version=version, student_id=new.student_id, code=code,
         code_sha256=code_digest(code), source_notes=list(new.source_notes) or None,
         callback_url=callback, meta=new.metadata,
         idempotency_key=key, request_hash=new.fingerprint, queue=new.queue,
@@ -228,7 +244,7 @@ def submit_batch(intake: Intake, tenant_id: int, body: BatchCreate,
             raise Refused(422, "Unprocessable batch", f"student {entry.student_id!r} "
                           "appears twice")
         seen.add(entry.student_id.lower())
-    problem = intake.library.get(tenant_id, body.problem)
+    problem_id, version = target(intake, tenant_id, body.problem)
     callback = checked_callback(intake, body.callback_url)
     sources = []
     for entry in body.submissions:
@@ -237,11 +253,11 @@ def submit_batch(intake: Intake, tenant_id: int, body: BatchCreate,
         except (Refused, SubmissionRejected) as exc:
             detail = exc.detail if isinstance(exc, Refused) else str(exc)
             raise Refused(422, "Unprocessable batch", f"{entry.student_id}: {detail}") from None
-    batch = Batch(id=new_id(), tenant_id=tenant_id, problem=problem.id, name=body.name,
+    batch = Batch(id=new_id(), tenant_id=tenant_id, problem=problem_id, name=body.name,
                   total=len(sources))
     rows = [
-        Submission(id=new_id(), tenant_id=tenant_id, batch_id=batch.id, problem=problem.id,
-                   problem_version=problem.version, student_id=e.student_id, code=src.code,
+        Submission(id=new_id(), tenant_id=tenant_id, batch_id=batch.id, problem=problem_id,
+                   problem_version=version, student_id=e.student_id, code=src.code,
                    code_sha256=code_digest(src.code), source_notes=list(src.notes) or None,
                    callback_url=callback, queue=BATCH, status=Status.QUEUED, enqueued=False,
                    attempt=0, assignment_id=assignment_id)

@@ -10,6 +10,7 @@ A verdict is shown exactly as the REST API shows the same submission
 
 from __future__ import annotations
 
+import logging
 import secrets
 from functools import lru_cache
 from typing import Any
@@ -22,6 +23,7 @@ from sqlalchemy import select
 from api.app import services
 from judge.errors import ProblemNotFound, SubmissionRejected, UsageError
 from judge.notebook import Source, source_from_upload
+from service.library import ProblemUnavailable
 from service.longpoll import wait_until
 from service.models import Assignment, Status, Submission
 from service.pages import find_submission, history
@@ -39,6 +41,7 @@ from web.access import (
 from web.markdown import code_html, render
 from web.session import Principal
 
+log = logging.getLogger(__name__)
 bp = Blueprint("student", __name__, template_folder="templates")
 LONG_POLL_SECONDS = 25.0  # one status request waits at most this long (then asks again)
 UPLOAD_SUFFIXES = (".py", ".ipynb")
@@ -53,12 +56,21 @@ def _statement(problem_id: str, version: str, markdown: str) -> str:
 
 
 def _problem(assignment: Assignment) -> tuple[ProblemDetail, str]:
+    """The assignment's problem as shown; an error page when it cannot be: a problem
+    no longer in the catalog (404), or one whose package cannot be loaded (503, naming
+    it: nothing can be shown or graded until it is fixed)."""
     try:
         problem = services().library.get(assignment.tenant_id, assignment.problem)
+        shown = detail(problem)
     except ProblemNotFound:
         raise PageError(404, "Problem unavailable", "The problem of this assignment is no "
                         "longer in the judge's catalog; tell your instructor.") from None
-    shown = detail(problem)
+    except ProblemUnavailable as exc:
+        log.error("problem %s cannot be loaded: %s", exc.problem_id, exc)
+        raise PageError(503, "Problem unavailable", f"The problem of this assignment "
+                        f"({exc.problem_id}) cannot be loaded: the judge's copy of it is "
+                        "broken, so it can be neither shown nor graded. Tell your "
+                        "instructor; nothing was submitted.") from None
     return shown, _statement(problem.id, problem.version, problem.statement)
 
 
@@ -128,6 +140,7 @@ def submit_code(assignment_id: str) -> ResponseReturnValue:
     who = principal()
     with services().db.session() as s:
         found = student_assignment(s, who, assignment_id)
+    _problem(found)  # a problem that cannot be shown takes nothing (an error page)
     code = request.form.get("code", "")
     try:
         source = _uploaded() or Source(code)
