@@ -143,7 +143,8 @@ def test_0003_moves_deliveries_to_their_own_table_and_secrets_to_standard_webhoo
 def test_0006_keeps_every_delivery_and_lets_a_policy_score_share_a_report(
         empty_database_url: str) -> None:
     """Deliveries made before 0006 keep their rows (cause ``report``, a first round,
-    refusals not fingerprinted, so the sweeper tries each once more); a policy switch's
+    refusals not fingerprinted, so the sweeper tries each once more; a score refused at
+    the token endpoint, which ended failed before, becomes refused); a policy switch's
     score may then hang on a report that has its own, a second ``report`` one may not;
     going back removes the switch's scores and keeps the rest."""
     upgrade(empty_database_url, "0005")
@@ -163,6 +164,12 @@ def test_0006_keeps_every_delivery_and_lets_a_policy_score_share_a_report(
                 " status, attempts, last_error, created_at, updated_at) VALUES ('d1',"
                 " 'lti-score', 's1', 1, 1, 'http://10.0.0.5/li/scores', 'refused', 1,"
                 " 'refused: 10.0.0.5 is not a public address', :now, :now)"), {"now": now})
+            conn.execute(text(  # what a refusal at the token endpoint ended as before
+                "INSERT INTO deliveries (id, kind, submission_id, attempt, tenant_id, url,"
+                " status, attempts, last_error, created_at, updated_at) VALUES ('d0',"
+                " 'lti-score', 's1', 0, 1, 'http://10.0.0.5/li/scores', 'failed', 1,"
+                " 'token endpoint: refused: callback address 10.0.0.5 is not a public"
+                " address', :now, :now)"), {"now": now})
         upgrade(empty_database_url)
         assert current(empty_database_url) == "0006"
         db = Database(empty_database_url)
@@ -172,6 +179,8 @@ def test_0006_keeps_every_delivery_and_lets_a_policy_score_share_a_report(
                 assert old is not None
                 assert (old.cause, old.first_try, old.refused_allow, old.status) == (
                     "report", 0, None, "refused")
+                token = s.get(Delivery, "d0")
+                assert token is not None and token.status == "refused"  # goes by itself
             with db.session() as s:
                 s.add(Delivery(id="d2", kind="lti-score", submission_id="s1", attempt=1,
                                tenant_id=1, url="http://10.0.0.5/li/scores", status="pending",
@@ -184,8 +193,8 @@ def test_0006_keeps_every_delivery_and_lets_a_policy_score_share_a_report(
             db.dispose()
         command.downgrade(alembic_config(empty_database_url), "0005")
         with engine.connect() as conn:
-            left = conn.execute(text("SELECT id, status FROM deliveries")).all()
+            left = conn.execute(text("SELECT id, status FROM deliveries ORDER BY id")).all()
             kept = conn.execute(text("SELECT count(*) FROM submissions")).scalar()
     finally:
         engine.dispose()
-    assert [tuple(r) for r in left] == [("d1", "refused")] and kept == 1
+    assert [tuple(r) for r in left] == [("d0", "failed"), ("d1", "refused")] and kept == 1

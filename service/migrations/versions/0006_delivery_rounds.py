@@ -14,6 +14,9 @@ Create Date: 2026-11-24 09:00:00
 - ``deliveries.refused_allow``: the fingerprint of the allow-list a refusal happened
   under; null for the refusals made before this revision, so each of those is tried
   once more under the allow-list the sweeper runs with.
+- LTI scores that the address policy refused at the platform's token endpoint ended
+  ``failed`` before (their error ``token endpoint: refused: ...``); they become
+  ``refused``, so they too go by themselves once the allow-list lets the LMS through.
 """
 
 from __future__ import annotations
@@ -25,6 +28,9 @@ revision = "0006"
 down_revision = "0005"
 branch_labels = None
 depends_on = None
+
+TOKEN_REFUSED = ("kind = 'lti-score' AND status = 'failed' "
+                 "AND last_error LIKE 'token endpoint: refused:%'")
 
 
 def upgrade() -> None:
@@ -40,12 +46,15 @@ def upgrade() -> None:
     with op.batch_alter_table("deliveries") as batch:
         batch.alter_column("cause", server_default=None)
         batch.alter_column("first_try", server_default=None)
+    op.execute(sa.text(f"UPDATE deliveries SET status = 'refused' WHERE {TOKEN_REFUSED}"))
 
 
 def downgrade() -> None:
     """Scores opened by policy switches go (their grades were sent or are lost with
     them); the rest keep their rows."""
     op.execute(sa.text("DELETE FROM deliveries WHERE cause <> 'report'"))
+    op.execute(sa.text("UPDATE deliveries SET status = 'failed' WHERE kind = 'lti-score' "
+                       "AND status = 'refused' AND last_error LIKE 'token endpoint: refused:%'"))
     with op.batch_alter_table("deliveries") as batch:
         batch.drop_constraint("uq_delivery_report", type_="unique")
         batch.create_unique_constraint("uq_delivery_report",
