@@ -114,7 +114,7 @@ def internal_error(problem: Problem | str, message: str, settings: Settings) -> 
 # so any of them could carry a hidden input out. A hidden test's checker reason is ours.
 HIDDEN_MESSAGES: dict[str, str] = {
     "error": "the submission raised an exception",
-    "timeout": "the test ran over its time limit",
+    "timeout": "the test ran over its time limit",  # CPU time, or the wall-clock net
     "memory": "the submission ran out of memory",
     "output_limit": "the submission went over the output limit (printed output or return value)",
     "crashed": "the submission's process died during the test",
@@ -173,6 +173,7 @@ def _judge_test(test: StoredTest, run: TestRun, checker: Checker) -> TestResult:
         score=test.points if verdict is Verdict.ACCEPTED else 0.0,
         max_score=test.points,
         time_ms=round(run.time_ms, 3),
+        cpu_ms=round(run.cpu_ms, 3),
         message=message,
         **extra,
     )
@@ -197,6 +198,10 @@ def judge_outcome(problem_id: str, version: str, tests: list[StoredTest], outcom
     elif outcome.status == "load_timeout":
         message = outcome.message
         results = [_uniform(t, Verdict.TIME_LIMIT_EXCEEDED, f"not run: {outcome.message}")
+                   for t in tests]
+    elif outcome.status == "load_memory":
+        message = outcome.message
+        results = [_uniform(t, Verdict.MEMORY_LIMIT_EXCEEDED, f"not run: {outcome.message}")
                    for t in tests]
     elif outcome.status == "load_crashed":
         message = outcome.message
@@ -237,6 +242,7 @@ def judge_outcome(problem_id: str, version: str, tests: list[StoredTest], outcom
         score=sum(r.score for r in results),
         max_score=sum(r.max_score for r in results),
         time_ms=round(sum(r.time_ms for r in results), 3),
+        cpu_ms=round(sum(r.cpu_ms for r in results), 3),
         message=message,
         tests=results,
         stdout=_capped(stdout, limit),
@@ -247,6 +253,7 @@ def judge_outcome(problem_id: str, version: str, tests: list[StoredTest], outcom
             startup_ms=round(outcome.startup_ms, 1),
             import_ms=round(outcome.import_ms, 1),
             load_ms=round(outcome.load_ms, 1),
+            load_cpu_ms=round(outcome.load_cpu_ms, 1),
             tests_ms=round(outcome.tests_ms, 1),
         ),
     )

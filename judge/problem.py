@@ -172,6 +172,8 @@ class Problem:
         return Limits(
             test_seconds=spec.test_seconds,
             total_seconds=spec.total_seconds,
+            test_wall_seconds=spec.test_seconds * settings.wall_time_factor,
+            total_wall_seconds=spec.total_seconds * settings.wall_time_factor,
             memory_mb=spec.memory_mb,
             output_bytes=spec.output_kb * 1024,
             result_bytes=settings.result_bytes,

@@ -23,6 +23,10 @@ class TestResult(_Model):
     score: float = Field(description="Points earned: max_score when accepted, else 0.")
     max_score: float = Field(description="Points the test is worth; samples are worth 0.")
     time_ms: float = Field(description="Wall time of the call and its result, by the judge's clock.")
+    cpu_ms: float = Field(
+        default=0.0, description="CPU time of the call and its result: every process and "
+        "thread of the sandbox, counted by the kernel and read by the judge. What the time "
+        "limit is on.")
     message: str = Field(
         default="",
         description="Why the test failed. For hidden tests it never shows expected values, "
@@ -37,6 +41,7 @@ class Timings(_Model):
     startup_ms: float = Field(default=0.0, description="Starting the sandbox and interpreter.")
     import_ms: float = Field(default=0.0, description="Importing jax and flax in the harness.")
     load_ms: float = Field(default=0.0, description="Loading the submission's module.")
+    load_cpu_ms: float = Field(default=0.0, description="CPU time of loading the module.")
     tests_ms: float = Field(default=0.0, description="Running every test, wall clock.")
     total_ms: float = Field(default=0.0, description="From code in hand to report.")
 
@@ -48,7 +53,8 @@ class VerdictReport(_Model):
     verdict: Verdict
     score: float
     max_score: float
-    time_ms: float = Field(description="Sum of the tests' times.")
+    time_ms: float = Field(description="Sum of the tests' wall times.")
+    cpu_ms: float = Field(default=0.0, description="Sum of the tests' CPU times.")
     message: str = Field(default="", description="What went wrong before any test ran.")
     tests: list[TestResult]
     stdout: str = Field(default="", description="Captured at load and in sample tests; capped.")

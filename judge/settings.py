@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -50,11 +50,30 @@ class Settings(BaseSettings):
         default=60.0, gt=0, description="How long the harness may take to import jax and flax."
     )
     grace_seconds: float = Field(
-        default=1.0, ge=0, description="Slack on top of each time limit before the hard kill."
+        default=1.0, ge=0, description="Slack on top of each time limit (CPU or wall) before "
+        "the hard kill; the harness stops at the limit itself."
     )
     transfer_allowance_seconds: float = Field(
-        default=0.25, ge=0, description="Time from the harness's clock stopping to its result "
-        "arriving (encoding, transfer) that does not count against a test's limit.",
+        default=0.25, ge=0, description="CPU time around a call that is the harness's own work "
+        "(decoding the inputs, encoding the result) and does not count against a test's limit.",
+    )
+    wall_time_factor: float = Field(
+        default=3.0, ge=1, description="Wall-clock limits are this multiple of the CPU time "
+        "limits (per test and in all): the safety net that stops a submission that sleeps or "
+        "waits. Only CPU time, measured outside the sandbox, decides a time limit otherwise.",
+    )
+    cgroup_root: Path = Field(
+        default=Path("/sys/fs/cgroup"), description="Where the host's control groups are "
+        "mounted, as this judge sees them: sandboxes' CPU time and memory events are read "
+        "there (a judge in a container mounts the host's /sys/fs/cgroup, read-only at least).",
+    )
+    zygote_accounting: Literal["auto", "children", "container"] = Field(
+        default="auto", description="How a zygote's children are accounted. children: each "
+        "in control groups of its own (cgroup v1, the judge root on the host and seeing its "
+        "process ids): its own memory limit, so the limit's victim is always the child, its "
+        "own CPU counter and process limit; refuse to run without them. container: in the "
+        "container's groups only, as a judge without that access does (docs/security.md says "
+        "what that leaves). auto: children where this judge can, else container.",
     )
     xla_flags: str = Field(
         # Measured on every problem by bench/compile_flags.py (docs/performance.md): about

@@ -76,6 +76,11 @@ MASKED_PATHS = ("/proc/asound", "/proc/acpi", "/proc/kcore", "/proc/keys",
                 "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats",
                 "/proc/sched_debug", "/proc/scsi", "/sys/firmware")
 READONLY_PATHS = ("/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger")
+# Hidden from every child as well: its container's control groups, whose counters (peak
+# memory, CPU time, processes, memory-limit kills) every child of the container adds to,
+# so one child could read what the one before it did, or leave it a message. The judge
+# reads them from the host.
+CHILD_MASKED_PATHS = ("/sys/fs/cgroup",)
 PR_SET_DUMPABLE, PR_CAPBSET_DROP = 4, 24
 LINUX_CAPABILITY_VERSION_3 = 0x20080522
 SCRATCH = ("/tmp", "/dev/shm", "/dev/mqueue")  # every place the container lets uid 10001 write
@@ -139,9 +144,10 @@ def drop_capabilities() -> None:
 
 
 # Refused to the child by its own filter: what the zygote's profile adds (``unshare``,
-# ``mount``), and changing ids, which in a user namespace mapping one uid and one gid can
+# ``mount``, and ``umount2``, so that no mask laid over the container's files can be
+# lifted even with a capability regained), and changing ids, which in a user namespace mapping one uid and one gid can
 # only fail; refused as a container refuses them to a process without capabilities.
-CHILD_REFUSES = ("unshare", "mount", "setuid", "setgid", "setreuid", "setregid", "setresuid",
+CHILD_REFUSES = ("unshare", "mount", "umount2", "setuid", "setgid", "setreuid", "setregid", "setresuid",
                  "setresgid", "setgroups", "setfsuid", "setfsgid")
 
 
@@ -173,6 +179,10 @@ def fresh_proc() -> None:
         if os.path.exists(path):
             _mount(path, path, None, MS_BIND | MS_REC)
             _mount(path, path, None, MS_BIND | MS_REC | MS_REMOUNT | MS_RDONLY)
+    for path in CHILD_MASKED_PATHS:
+        if os.path.isdir(path):
+            _mount("tmpfs", path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                   "size=0")
 
 
 def loopback_up() -> None:
@@ -303,7 +313,12 @@ class Zygote:
             relay = os.fork()
             if relay == 0:
                 Relay(self, before).run(json.loads(payload))
-            os.waitpid(relay, 0)
+            _, status = os.waitpid(relay, 0)
+            if status != 0:
+                # The relay did not finish its child's frames (killed when memory ran out,
+                # or failed): where the next frame starts is unknown. The container ends,
+                # and the trusted side learns of it from its stream.
+                raise SystemExit(f"jaxjudge zygote: the relay ended with status {status}")
 
 
 class Relay:

@@ -19,6 +19,7 @@ A container serves one run. :func:`reap` removes labelled containers whose owner
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import socket
 import struct
@@ -26,6 +27,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import docker.errors
 import requests
@@ -36,6 +38,7 @@ import docker
 from judge.errors import SandboxError, SandboxUnavailable
 from judge.harness import HARNESS_VERSION
 from judge.harness.runner import COMPILE_FLAGS_ENV
+from judge.sandbox import cgroups
 from judge.sandbox.base import Sandbox
 from judge.sandbox.image import DIGEST_LABEL, VERSION_LABEL, harness_digest
 from judge.sandbox.protocol import Job, Limits, RunOutcome
@@ -97,6 +100,23 @@ def check_image(api: APIClient, image: str) -> None:
             f"({found[1] or 'no digest'}), this judge has {wanted[0]} ({wanted[1]}); "
             "rebuild it with `make sandbox-image`"
         )
+
+
+@functools.lru_cache(maxsize=8)
+def _engine_info(base_url: str, api: APIClient) -> dict:
+    info = api.info()
+    return {"CgroupDriver": info.get("CgroupDriver"), "CgroupVersion": info.get("CgroupVersion")}
+
+
+def container_cgroup(api: APIClient, cid: str, root: Path) -> cgroups.Cgroup:
+    """Where the kernel accounts a started container (its main process's group, read
+    on the host). Raises SandboxUnavailable when this judge cannot read it."""
+    try:
+        inspect = api.inspect_container(cid)
+        info = _engine_info(api.base_url, api)
+    except ENGINE_ERRORS as exc:
+        raise SandboxUnavailable(f"could not inspect sandbox {cid[:12]}: {exc}") from None
+    return cgroups.of_container(info, inspect, root)
 
 
 @dataclass(frozen=True)
@@ -229,21 +249,41 @@ class DockerChannel(QueuedLines):
     """The supervisor's channel over a container's attach stream (stdout: protocol lines,
     stderr: the harness's diagnostics)."""
 
-    def __init__(self, api: APIClient, cid: str, max_line: int, max_stderr: int) -> None:
+    def __init__(self, api: APIClient, cid: str, max_line: int, max_stderr: int,
+                 cgroup_root: Path) -> None:
         super().__init__()
         self.api = api
         self.cid = cid
         self.max_line = max_line
         self.max_stderr = max_stderr
+        self.cgroup_root = cgroup_root
+        self.cgroup: cgroups.Cgroup | None = None
         self.stderr = bytearray()
         self._killed = False
+        self._cpu = 0.0
+        self._kills = 0
         self._stream = Attachment(api, cid, self.feed, self._keep_stderr,
                                   lambda: self.lines.put(EOF))
 
     def start(self) -> DockerChannel:
+        """Start the container and its stream; find its control group (raises
+        SandboxUnavailable when its CPU time cannot be read: nothing runs then)."""
         self.api.start(self.cid)
         self._stream.start()
+        self.cgroup = container_cgroup(self.api, self.cid, self.cgroup_root)
         return self
+
+    def cpu_seconds(self) -> float:
+        if self.cgroup is not None:
+            with contextlib.suppress(OSError, ValueError):  # gone with its container
+                self._cpu = self.cgroup.cpu_ns() / 1e9
+        return self._cpu
+
+    def oom_kills(self) -> int:
+        if self.cgroup is not None:
+            with contextlib.suppress(OSError, ValueError):
+                self._kills = self.cgroup.oom_kills()
+        return self._kills
 
     def _keep_stderr(self, body: bytes) -> bool:
         room = self.max_stderr - len(self.stderr)
@@ -345,7 +385,7 @@ def pid_alive(pid: int) -> bool:
 
 def _ended_abnormally(outcome: RunOutcome) -> bool:
     """The run ended in a way an engine outage could also explain."""
-    if outcome.status in ("internal_error", "load_crashed", "load_timeout"):
+    if outcome.status in ("internal_error", "load_crashed", "load_memory", "load_timeout"):
         return True
     return any(t.status in ("crashed", "timeout", "memory", "output_limit")
                for t in outcome.tests)
@@ -371,7 +411,8 @@ class DockerSandbox(Sandbox):
         cid = create(self.api, self.settings, ContainerSpec.for_limits(job.limits, job.label))
         try:
             return DockerChannel(self.api, cid, max_line(job.limits.result_bytes),
-                                 self.settings.harness_stderr_bytes).start()
+                                 self.settings.harness_stderr_bytes,
+                                 self.settings.cgroup_root).start()
         except BaseException:
             remove(self.api, cid)
             raise

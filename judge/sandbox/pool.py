@@ -27,6 +27,7 @@ from typing import Any
 
 from docker.api import APIClient
 
+from judge.errors import SandboxError
 from judge.harness import HARNESS_VERSION
 from judge.sandbox.docker import (
     ENGINE_ERRORS,
@@ -134,8 +135,9 @@ class WarmPool:
         try:
             cid = create(self.api, self.settings, spec)
             channel = DockerChannel(self.api, cid, max_line(self.settings.result_bytes),
-                                    self.settings.harness_stderr_bytes).start()
-        except ENGINE_ERRORS as exc:
+                                    self.settings.harness_stderr_bytes,
+                                    self.settings.cgroup_root).start()
+        except (*ENGINE_ERRORS, SandboxError) as exc:
             log.warning("could not start a pooled sandbox: %s", exc)
             if cid:
                 remove(self.api, cid)

@@ -20,7 +20,12 @@ What it does, per run:
   start-up), CPU seconds (the total time limit plus start-up, times the core count: XLA
   runs threads), processes (``process_max_processes``; ignored for root), file size (the
   output limit plus one byte), open files, and no core dumps;
-- a wall-clock limit enforced by the supervisor, outside the child.
+- CPU time read by the supervisor from ``/proc`` (:func:`session_cpu_seconds`: every
+  process of the harness's session, reaped children included), and the wall-clock safety
+  net, both enforced outside the child. A process that leaves the session (``setsid``)
+  or whose parent ignores ``SIGCHLD`` escapes this count: the backend is for trusted
+  code; the container backends count CPU time in the kernel's control group, which
+  nothing in it can leave.
 """
 
 from __future__ import annotations
@@ -46,6 +51,27 @@ from judge.sandbox.supervisor import (
     max_line,
     supervise,
 )
+
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def session_cpu_seconds(sid: int, proc: str = "/proc") -> float:
+    """CPU time of every process in session ``sid`` (user and system, all threads, and
+    the children each has reaped), from ``/proc/PID/stat``."""
+    ticks = 0
+    for name in os.listdir(proc):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"{proc}/{name}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(b")") + 2:].split()
+        # after the name: state ppid pgrp session ... utime(14) stime cutime cstime(17)
+        if int(fields[3]) == sid:
+            ticks += sum(int(x) for x in fields[11:15])
+    return ticks / _TICKS
 
 
 class ProcessChannel(QueuedLines):
@@ -118,6 +144,9 @@ class ProcessChannel(QueuedLines):
     def diagnostics(self) -> str:
         self._stderr_reader.join(timeout=0.5)
         return bytes(self.stderr).decode("utf-8", "replace")
+
+    def cpu_seconds(self) -> float:
+        return session_cpu_seconds(self.proc.pid)  # its own session (start_new_session)
 
 
 def _rmtree(path: str) -> None:

@@ -40,8 +40,12 @@ ByteCount = Annotated[StrictInt, Field(ge=0, le=MAX_BYTES)]
 
 
 class Limits(_Model):
-    test_seconds: float = Field(gt=0, description="Wall-clock limit of one call (and of loading).")
-    total_seconds: float = Field(gt=0, description="Wall-clock limit of all calls together.")
+    test_seconds: float = Field(gt=0, description="CPU time limit of one call (and of "
+                                "loading): the sandbox's whole process tree, every thread.")
+    total_seconds: float = Field(gt=0, description="CPU time limit of all calls together.")
+    test_wall_seconds: float = Field(gt=0, description="Wall-clock limit of one call (and of "
+                                     "loading): the safety net for a call that sleeps or waits.")
+    total_wall_seconds: float = Field(gt=0, description="Wall-clock limit of all calls together.")
     memory_mb: int = Field(gt=0, description="Memory of the whole sandbox.")
     output_bytes: int = Field(gt=0, description="All stdout and stderr together.")
     result_bytes: int = Field(gt=0, description="Encoded return value of one call.")
@@ -84,6 +88,10 @@ class LoadMessage(_Model):
     entry_point: str
     limits: Limits
     tests: int = Field(ge=0, description="How many test messages will follow.")
+    alarms: tuple[float, float] = Field(description="When the harness stops a call (or the "
+                                        "loading) by itself: seconds of its own CPU time, "
+                                        "of wall-clock time. Past the limits, so that what "
+                                        "decides is the judge's own count.")
 
 
 class TestMessage(_Model):
@@ -201,6 +209,8 @@ class TestRun(_Segment):
     index: int
     status: TestStatus
     time_ms: float = 0.0
+    cpu_ms: float = Field(default=0.0, description="CPU time of the sandbox's processes "
+                          "from the start line to the result line, by the trusted counter.")
     value: Value | None = None
     error: ErrorInfo | None = None
     message: str = ""
@@ -212,8 +222,8 @@ class TestRun(_Segment):
 class RunOutcome(_Model):
     """Everything a sandbox backend learned from one run of the harness."""
 
-    status: Literal["completed", "compile_error", "load_timeout", "load_crashed",
-                    "interfered", "internal_error"]
+    status: Literal["completed", "compile_error", "load_timeout", "load_memory",
+                    "load_crashed", "interfered", "internal_error"]
     message: str = ""
     error: ErrorInfo | None = None
     tests: list[TestRun] = Field(default_factory=list)
@@ -222,5 +232,7 @@ class RunOutcome(_Model):
     startup_ms: float = 0.0
     import_ms: float = 0.0
     load_ms: float = 0.0
+    load_cpu_ms: float = 0.0
     tests_ms: float = 0.0
+    tests_cpu_ms: float = 0.0
     harness_stderr: str = Field(default="", description="The harness's own diagnostics.")

@@ -1,5 +1,15 @@
 """Drives one harness run over a ``Channel`` and enforces time and size from outside.
 
+Time limits are on CPU time, measured where the submission cannot reach, with a
+wall-clock limit as a safety net (as isolate's ``--time``/``--wall-time``, Judge0's
+``cpu_time_limit``/``wall_time_limit`` and DMOJ do): the channel's
+:meth:`Channel.cpu_seconds` is the CPU time of the sandbox's whole process tree (XLA's
+threads and anything the submission started included) as the kernel counts it, read by
+the trusted side; a test over ``test_seconds`` of it, or a run over ``total_seconds``,
+is a time limit exceeded, whatever else the host is doing. The wall limits
+(``test_wall_seconds``, ``total_wall_seconds``, a multiple of those) only catch a
+submission that sleeps or waits.
+
 A backend (a child process, a container) only has to provide a :class:`Channel`: send
 bytes in, read capped lines out with a timeout, kill, and say how the run ended. The
 supervisor holds the deadlines and the job: it sends the code first, then each test's
@@ -25,6 +35,7 @@ from typing import Protocol as TypingProtocol
 
 from pydantic import TypeAdapter, ValidationError
 
+from judge.errors import SandboxError
 from judge.harness import HARNESS_VERSION
 from judge.sandbox.protocol import (
     CompileErrorEvent,
@@ -167,6 +178,12 @@ class QueuedLines:
     def _end_input(self) -> None:
         raise NotImplementedError
 
+    def admit(self) -> None:
+        return None
+
+    def oom_kills(self) -> int:
+        return 0
+
 
 class Channel(TypingProtocol):
     def send(self, data: bytes) -> None:
@@ -179,6 +196,22 @@ class Channel(TypingProtocol):
     def kill(self) -> None: ...
     def exit_info(self) -> ExitInfo: ...
     def diagnostics(self) -> str: ...
+
+    def admit(self) -> None:
+        """The harness is ready and no submission code has run yet: what must be done
+        before it does (a zygote's child moved into control groups of its own). Raises
+        :class:`~judge.errors.SandboxError` when that cannot be done."""
+
+    def cpu_seconds(self) -> float:
+        """The CPU time the sandbox's processes have used so far, all their threads and
+        descendants included, as counted where the submission cannot reach (the
+        kernel's control group, or the host's /proc). Never decreases."""
+        ...
+
+    def oom_kills(self) -> int:
+        """How many of the sandbox's processes its memory limit has killed so far, as the
+        kernel counts them (0 where the backend has no such limit)."""
+        ...
 
 
 class _Violation(Exception):
@@ -204,16 +237,53 @@ def _status_for_exit(info: ExitInfo) -> TestStatus:
     return "crashed"
 
 
+POLL_SECONDS = 0.25  # how often the CPU counter is read while a test runs, at most
+MIN_POLL_SECONDS = 0.02
+
+
 def supervise(channel: Channel, job: Job, *, startup_seconds: float, grace: float,
               transfer_allowance: float = 0.25) -> RunOutcome:
     """Run ``job`` over ``channel``; always returns, always leaves the channel killed.
 
-    ``transfer_allowance`` is the time between the harness's clock stopping and its result
-    line arriving (encoding, transfer) that does not count against the test's limit."""
+    ``grace`` is how far past a limit (CPU or wall) the supervisor lets a run go before
+    it kills it: the harness stops at the limit by itself and reports it, cleanly.
+    ``transfer_allowance`` is the CPU time around the call that is the judge's own work
+    in the sandbox (decoding the inputs, encoding the result) and does not count
+    against the test's limit."""
     try:
         return _Run(channel, job, startup_seconds, grace, transfer_allowance).run()
     finally:
         channel.kill()
+
+
+class _Clock:
+    """The kernel's counters for one phase (loading, or one test), read from the channel:
+    CPU time, and processes killed by the memory limit."""
+
+    def __init__(self, channel: Channel) -> None:
+        self.channel = channel
+        self.last = channel.cpu_seconds()
+        self.start = self.last
+        self.kills = channel.oom_kills()
+
+    def read(self) -> float:
+        """CPU seconds used since the phase began (the counter never goes back)."""
+        self.last = max(self.last, self.channel.cpu_seconds())
+        return self.last - self.start
+
+    def memory_struck(self) -> bool:
+        """Whether the memory limit killed one of the sandbox's processes since the phase
+        began (the harness itself may have lived on)."""
+        return self.channel.oom_kills() > self.kills
+
+
+class _Overrun(Exception):
+    """A limit was passed while waiting: ``kind`` is ``cpu``, ``total``, or ``wall``."""
+
+    def __init__(self, kind: str, cpu: float) -> None:
+        super().__init__(kind)
+        self.kind = kind
+        self.cpu = cpu
 
 
 class _Run:
@@ -226,7 +296,8 @@ class _Run:
         self.grace = grace
         self.limits = job.limits
         self.timing: dict[str, float] = {}
-        self.total_deadline = float("inf")
+        self.total_wall_deadline = float("inf")
+        self.cpu_spent = 0.0  # CPU seconds of the tests before the current one
         self.stopped = False  # a test ended the run: the rest are not run
 
     def next_event(self, deadline: float) -> object:
@@ -235,6 +306,29 @@ class _Run:
         if isinstance(line, bytes):
             return _parse(line)
         return line
+
+    def await_event(self, wall_deadline: float, clock: _Clock, cpu_limit: float,
+                    total: bool) -> object:
+        """The next event, reading the CPU counter while waiting; raises
+        :class:`_Overrun` once the phase's CPU time passes ``cpu_limit`` (or, for a test,
+        the run's passes ``total_seconds``) by the grace, or the wall deadline passes."""
+        total_left = self.limits.total_seconds - self.cpu_spent if total else float("inf")
+        while True:
+            used = clock.read()
+            if used > cpu_limit + self.grace:
+                raise _Overrun("cpu", used)
+            if used > total_left + self.grace:
+                raise _Overrun("total", used)
+            now = time.monotonic()
+            if now >= wall_deadline:
+                raise _Overrun("wall", used)
+            headroom = min(cpu_limit, total_left) + self.grace - used
+            wait = min(wall_deadline - now, max(MIN_POLL_SECONDS, min(POLL_SECONDS, headroom / 2)))
+            line = self.channel.read_line(wait)
+            if isinstance(line, bytes):
+                return _parse(line)
+            if line is not TIMEOUT:
+                return line
 
     def internal(self, message: str) -> RunOutcome:
         self.channel.kill()
@@ -260,13 +354,23 @@ class _Run:
                 f"the harness is version {ready.harness_version}, the judge needs "
                 f"{HARNESS_VERSION}: rebuild the sandbox"
             )
+        try:
+            self.channel.admit()
+        except SandboxError as exc:
+            return self.internal(f"the sandbox could not be readied for the submission: {exc}")
         waited = (time.monotonic() - started) * 1000
         imports = min(ready.import_ms, waited)  # 0 for a pooled harness, ready beforehand
         self.timing = {"startup_ms": waited - imports, "import_ms": imports}
         job = self.job
+        clock = _Clock(self.channel)  # from before the code goes in
+        # The harness's own alarms go off past the limits (its process's clock and the
+        # kernel's count of the group differ by some milliseconds): what decides a time
+        # limit is this side's count, and a harness that stops a call lets it end cleanly.
+        alarms = (job.limits.test_seconds + self.transfer_allowance,
+                  job.limits.test_wall_seconds)
         self.send(LoadMessage(code=job.code, entry_point=job.entry_point, limits=job.limits,
-                              tests=len(job.tests)))
-        return self.load()
+                              tests=len(job.tests), alarms=alarms))
+        return self.load(clock)
 
     def send(self, message: LoadMessage | TestMessage) -> None:
         self.channel.send(message.model_dump_json().encode() + b"\n")
@@ -274,39 +378,62 @@ class _Run:
     def outcome(self, **fields: Any) -> RunOutcome:
         return RunOutcome(**{**self.timing, **fields})
 
-    def load(self) -> RunOutcome:
+    def load(self, clock: _Clock) -> RunOutcome:
         t0 = time.monotonic()
+        limit = self.limits.test_seconds
+        overrun = None
         try:
-            event = self.next_event(t0 + self.limits.test_seconds + self.grace)
+            event = self.await_event(t0 + self.limits.test_wall_seconds + self.grace, clock,
+                                     limit, total=False)
         except _Violation:
             event = InterferedEvent(event="interfered")
+        except _Overrun as exc:
+            event, overrun = TIMEOUT, exc
         load_ms = (time.monotonic() - t0) * 1000
+        load_cpu_ms = clock.read() * 1000
+        info = self.channel.exit_info() if event is EOF else None
+        if clock.memory_struck() or (info is not None and info.oom_killed):
+            self.channel.kill()
+            return self.outcome(
+                status="load_memory", load_ms=load_ms, load_cpu_ms=load_cpu_ms,
+                tests=self.not_run(0, "not run: the submission could not be loaded", None),
+                message="the memory limit killed the submission's process while it loaded")
         if isinstance(event, LoadedEvent):
-            return self.tests(load_ms=event.time_ms, load_stdout=event.stdout,
-                              load_stderr=event.stderr)
+            if load_cpu_ms > (limit + self.transfer_allowance) * 1000:
+                event = LoadTimeoutEvent(event="load_timeout", time_ms=event.time_ms,
+                                         stdout=event.stdout, stderr=event.stderr)
+            else:
+                return self.tests(load_ms=event.time_ms, load_cpu_ms=load_cpu_ms,
+                                  load_stdout=event.stdout, load_stderr=event.stderr)
         self.channel.kill()
         if isinstance(event, CompileErrorEvent):
             return self.outcome(status="compile_error", error=event.error,
                                 tests=self.not_run(0, "not run: the submission could not be "
                                                    "loaded", None),
                                 load_stdout=event.stdout, load_stderr=event.stderr,
-                                load_ms=load_ms)
+                                load_ms=load_ms, load_cpu_ms=load_cpu_ms)
         if isinstance(event, LoadTimeoutEvent) or event is TIMEOUT:
             stdout = event.stdout if isinstance(event, LoadTimeoutEvent) else ""
+            if overrun is not None and overrun.kind == "wall":
+                why = (f"loading the submission took over {self.limits.test_wall_seconds:g} s "
+                       f"of wall-clock time (it slept or waited)")
+            else:
+                why = f"loading the submission took over {limit:g} s of CPU time"
             return self.outcome(
-                status="load_timeout", load_ms=load_ms, load_stdout=stdout,
-                tests=self.not_run(0, "not run: the submission could not be loaded", None),
-                message=f"loading the submission took over {self.limits.test_seconds:g} s")
+                status="load_timeout", load_ms=load_ms, load_cpu_ms=load_cpu_ms,
+                load_stdout=stdout, message=why,
+                tests=self.not_run(0, "not run: the submission could not be loaded", None))
         if event is EOF or event is OVERFLOW:
-            why = (self.channel.exit_info().describe() if event is EOF
+            why = (info.describe() if info is not None
                    else "it wrote too much on the judge's channel")
             return self.outcome(
-                status="load_crashed", load_ms=load_ms,
+                status="load_crashed", load_ms=load_ms, load_cpu_ms=load_cpu_ms,
                 tests=self.not_run(0, "not run: the submission could not be loaded", None),
                 message=f"the submission ended the harness while loading: {why}")
         # A line out of order, malformed or the harness's own alarm: the submission wrote
         # on the judge's channel, or rewrote the harness.
-        return self.outcome(status="interfered", load_ms=load_ms, message=INTERFERED,
+        return self.outcome(status="interfered", load_ms=load_ms, load_cpu_ms=load_cpu_ms,
+                            message=INTERFERED,
                             tests=self.not_run(0, f"not run: {INTERFERED}", "interfered"))
 
     def not_run(self, start: int, message: str, cause: TestStatus | None) -> list[TestRun]:
@@ -318,10 +445,11 @@ class _Run:
     def tests(self, **load: Any) -> RunOutcome:
         runs: list[TestRun] = []
         t0 = time.monotonic()
-        self.total_deadline = t0 + self.limits.total_seconds + self.grace
+        self.total_wall_deadline = t0 + self.limits.total_wall_seconds + self.grace
         for position, test in enumerate(self.job.tests):
             run = self.one_test(test)
             runs.append(run)
+            self.cpu_spent += run.cpu_ms / 1000
             if self.stopped:
                 runs += self.not_run(position + 1, "not run: an earlier test ended the run",
                                      run.status)
@@ -329,68 +457,98 @@ class _Run:
         self.channel.close_input()
         tests_ms = (time.monotonic() - t0) * 1000
         return self.outcome(status="completed", tests=runs, tests_ms=tests_ms,
+                            tests_cpu_ms=self.cpu_spent * 1000,
                             harness_stderr=self.channel.diagnostics(), **load)
 
-    def stop(self, index: int, status: TestStatus, message: str, time_ms: float = 0.0) -> TestRun:
+    def stop(self, index: int, status: TestStatus, message: str, time_ms: float = 0.0,
+             cpu_ms: float = 0.0) -> TestRun:
         self.stopped = True
         self.channel.kill()
-        return TestRun(index=index, status=status, message=message, time_ms=time_ms)
+        return TestRun(index=index, status=status, message=message, time_ms=time_ms,
+                       cpu_ms=cpu_ms)
 
-    def total_passed(self) -> bool:
-        return time.monotonic() >= self.total_deadline
+    def overrun(self, index: int, exc: _Overrun, elapsed: float) -> TestRun:
+        limits = self.limits
+        if exc.kind == "cpu":
+            why = f"the test used over {limits.test_seconds:g} s of CPU time"
+        elif exc.kind == "total":
+            why = f"the total CPU time limit of {limits.total_seconds:g} s was reached"
+        elif time.monotonic() >= self.total_wall_deadline:
+            why = (f"the total wall-clock limit of {limits.total_wall_seconds:g} s was "
+                   "reached (the submission slept or waited)")
+        else:
+            why = (f"the test ran over its wall-clock limit of {limits.test_wall_seconds:g} s "
+                   f"with {exc.cpu:.2f} s of CPU time (it slept or waited)")
+        return self.stop(index, "timeout", why, elapsed, exc.cpu * 1000)
 
     def one_test(self, test: JobTest) -> TestRun:
         index = test.index
-        limit = self.limits.test_seconds
-        per_test = limit + self.grace
+        wall = self.limits.test_wall_seconds + self.grace
+        clock = _Clock(self.channel)
         self.send(TestMessage(index=index, args=test.args, kinds=test.kinds))
+        t0 = time.monotonic()
         try:
-            start = self.next_event(min(time.monotonic() + per_test, self.total_deadline))
+            start = self.await_event(min(t0 + wall, self.total_wall_deadline), clock,
+                                     self.limits.test_seconds, total=True)
             if not isinstance(start, StartEvent) or start.index != index:
-                return self.unexpected(index, start, 0.0)
+                return self.unexpected(index, start, 0.0, clock.read())
+            # The wall clock starts at the start line; the CPU clock ran from the moment
+            # the input went in, while the harness idled: whatever the harness did after
+            # reading it counts (the transfer allowance covers its decoding).
             t0 = time.monotonic()
-            event = self.next_event(min(t0 + per_test, self.total_deadline))
+            event = self.await_event(min(t0 + wall, self.total_wall_deadline), clock,
+                                     self.limits.test_seconds, total=True)
             elapsed = (time.monotonic() - t0) * 1000
         except _Violation:
-            return self.stop(index, "interfered", INTERFERED)
+            return self.stop(index, "interfered", INTERFERED, cpu_ms=clock.read() * 1000)
+        except _Overrun as exc:
+            return self.overrun(index, exc, (time.monotonic() - t0) * 1000)
         if isinstance(event, ResultEvent) and event.index == index:
-            return self.result(test, event, elapsed)
-        if event is TIMEOUT:
-            if self.total_passed():
-                return self.stop(index, "timeout",
-                                 f"the total time limit of {self.limits.total_seconds:g} s was reached",
-                                 elapsed)
-            return self.stop(index, "timeout", f"the test ran over {limit:g} s", elapsed)
-        return self.unexpected(index, event, elapsed)
+            run = self.result(test, event, elapsed, clock.read())
+            if clock.memory_struck() and run.status != "memory":
+                # The harness lived on, but the memory limit killed one of the processes
+                # the call started: the call went over the limit all the same.
+                run = run.model_copy(update={
+                    "status": "memory", "value": None,
+                    "message": "the memory limit killed one of the submission's processes"})
+            return run
+        return self.unexpected(index, event, elapsed, clock.read())
 
-    def result(self, test: JobTest, event: ResultEvent, elapsed: float) -> TestRun:
-        """The harness's result, timed by our clock; a hidden test's texts dropped."""
-        limit = self.limits.test_seconds
+    def result(self, test: JobTest, event: ResultEvent, elapsed: float, cpu: float) -> TestRun:
+        """The harness's result, timed by our clocks; a hidden test's texts dropped."""
+        limits = self.limits
         fields = event.model_dump(exclude={"event"})
         if test.hidden:  # only what the judge needs: no output, no error text
             fields.update(stdout="", stderr="", error=None, message="")
-        # The harness's clock is the submission's to tamper with: the time reported is
-        # ours (start line to result line), and either clock over the limit is a timeout.
-        run = TestRun(**{**fields, "time_ms": elapsed})
-        over = max(event.time_ms, elapsed - self.transfer_allowance * 1000) > limit * 1000
-        if run.status == "ok" and over:
-            run = run.model_copy(update={"status": "timeout", "value": None,
-                                         "message": f"the test ran over {limit:g} s"})
+        # The harness's clocks are the submission's to tamper with: the times reported are
+        # ours (CPU from the channel's counter, wall from start line to result line), and
+        # only CPU time decides a time limit (the wall limit is the waiting's deadline).
+        run = TestRun(**{**fields, "time_ms": elapsed, "cpu_ms": cpu * 1000})
+        if run.status == "ok":
+            update: dict[str, Any] = {}
+            if cpu - self.transfer_allowance > limits.test_seconds:
+                update = {"message": f"the test used over {limits.test_seconds:g} s of CPU time"}
+            elif self.cpu_spent + cpu - self.transfer_allowance > limits.total_seconds:
+                update = {"message": f"the total CPU time limit of {limits.total_seconds:g} s "
+                          "was reached"}
+            if update:
+                run = run.model_copy(update={"status": "timeout", "value": None, **update})
+        elif run.status == "timeout" and not test.hidden:  # the harness's own alarm
+            run = run.model_copy(update={"message": (
+                f"the test ran over its time limit of {limits.test_seconds:g} s of CPU time "
+                f"({cpu:.2f} s of CPU time, {elapsed / 1000:.2f} s of wall-clock time)")})
         if run.status in ("output_limit", "timeout"):
             self.stopped = True  # the harness stops after these; so do we
         return run
 
-    def unexpected(self, index: int, event: object, elapsed: float) -> TestRun:
-        if event is TIMEOUT:  # silence between two tests
-            return self.stop(index, "timeout",
-                             "the total time limit was reached" if self.total_passed() else
-                             "the harness did not start the test in time", elapsed)
+    def unexpected(self, index: int, event: object, elapsed: float, cpu: float) -> TestRun:
+        cpu_ms = cpu * 1000
         if event is EOF:
             info = self.channel.exit_info()
-            return self.stop(index, _status_for_exit(info), info.describe(), elapsed)
+            return self.stop(index, _status_for_exit(info), info.describe(), elapsed, cpu_ms)
         if event is OVERFLOW:
             return self.stop(index, "output_limit",
                              "the return value or the judge's channel exceeded the size limit",
-                             elapsed)
+                             elapsed, cpu_ms)
         # The harness's own report of tampering, or a line it would never write here.
-        return self.stop(index, "interfered", INTERFERED, elapsed)
+        return self.stop(index, "interfered", INTERFERED, elapsed, cpu_ms)

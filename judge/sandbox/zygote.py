@@ -9,6 +9,14 @@ address space instead of a fresh container; the container keeps every hardening 
 one has (``judge.sandbox.docker.create``) and adds only the zygote's seccomp rules
 (``judge.sandbox.seccomp``).
 
+Each child is accounted where it cannot reach (``judge.sandbox.cgroups``): where this
+judge may make control groups below its container's (``zygote_accounting``), the child
+is moved into groups of its own once it is ready and before any submission code runs:
+its own memory limit (so the memory limit kills the child's processes, never the
+zygote), CPU counter and process limit, removed after it. Elsewhere it is accounted in
+its container's groups (one child runs at a time), and a zygote that died while a child
+ran, when the engine says the container ran out of memory, is that child's memory limit.
+
 Each judge process keeps ``zygote_count`` containers (:class:`ZygotePool`); a container
 serves one child at a time, and is removed after ``zygote_children`` children or after any
 run that did not end cleanly: a child that did not exit by itself with status 0 (killed at
@@ -19,6 +27,7 @@ or output than a zygote container offers get a fresh container (the ``docker`` b
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import queue
@@ -28,7 +37,7 @@ from typing import Any
 
 from docker.api import APIClient
 
-from judge.errors import SandboxUnavailable
+from judge.errors import SandboxError, SandboxUnavailable
 from judge.harness import HARNESS_VERSION
 from judge.harness.zygote import (
     CHUNK,
@@ -42,13 +51,14 @@ from judge.harness.zygote import (
     READY,
     SPAWN,
 )
-from judge.sandbox import seccomp
+from judge.sandbox import cgroups, seccomp
 from judge.sandbox.docker import (
     ENGINE_ERRORS,
     Attachment,
     ContainerSpec,
     DockerSandbox,
     _ended_abnormally,
+    container_cgroup,
     create,
     remove,
 )
@@ -66,17 +76,24 @@ class ChildChannel(QueuedLines):
     """The supervisor's channel to one child of a zygote: its protocol lines arrive in
     ``DATA`` frames, its diagnostics in ``DIAG``, its end in ``EXIT``."""
 
-    def __init__(self, zygote: ZygoteContainer, max_line: int, max_stderr: int) -> None:
+    def __init__(self, zygote: ZygoteContainer, max_line: int, max_stderr: int,
+                 memory_mb: int) -> None:
         super().__init__()
         self.zygote = zygote
         self.max_line = max_line
         self.max_stderr = max_stderr
+        self.memory_mb = memory_mb
         self.stderr = bytearray()
         self.ended = threading.Event()
         self.status: int | None = None
-        self.oom_kills = 0
+        self.exit_kills = 0  # by the memory limit, as the child's end reported them
         self.released = False
         self.overflowed = False
+        self.group: cgroups.Cgroup | None = None  # the child's own, once admitted
+        self._cpu = 0.0
+        self._kills = 0
+        self._own_kills = 0  # by the child's own group, kept once the group is gone
+        self._group_lock = threading.Lock()
 
     # -- from the zygote ---------------------------------------------------------------
 
@@ -90,9 +107,68 @@ class ChildChannel(QueuedLines):
             self.stderr += payload[:room]
 
     def exited(self, status: int | None, oom_kills: int) -> None:
-        self.status, self.oom_kills = status, oom_kills
+        """The child ended (``status`` None: its zygote went away with it)."""
+        oom_kills += self._release_group()
+        if status is None and self.zygote.ran_out_of_memory():
+            oom_kills += 1  # the memory limit took the zygote while this child ran
+        self.status, self.exit_kills = status, oom_kills
         self.ended.set()
         self.lines.put(EOF)
+
+    # -- accounting ----------------------------------------------------------------------
+
+    def admit(self) -> None:
+        """Before any submission code runs: where this judge may, the child is moved into
+        control groups of its own (memory limit, CPU counter, process limit). Raises
+        SandboxUnavailable when that fails: no code of the submission runs then."""
+        zygote = self.zygote
+        if not zygote.child_groups:
+            return  # accounted in the container's groups (docs/security.md)
+        try:
+            pids = cgroups.processes_below(zygote.cgroup, zygote.depth)
+            if not pids:
+                raise SandboxUnavailable("the zygote's child is not in its container's group")
+            if zygote.child_groups:
+                group = cgroups.child_of(zygote.cgroup, self.memory_mb << 20,
+                                         zygote.settings.docker_pids_limit)
+                with self._group_lock:
+                    self.group = group
+                    self._cpu = 0.0
+                for pid in pids:
+                    group.add(pid)
+        except OSError as exc:
+            raise SandboxUnavailable(f"could not account the zygote's child: {exc}") from None
+
+    def cpu_seconds(self) -> float:
+        with self._group_lock:
+            group = self.group if self.zygote.child_groups else self.zygote.cgroup
+            if group is not None:
+                with contextlib.suppress(OSError, ValueError):
+                    self._cpu = group.cpu_ns() / 1e9
+            return self._cpu
+
+    def oom_kills(self) -> int:
+        """Kills by the child's own memory limit and by its container's (one child runs
+        at a time: whatever the container's limit killed meanwhile was the child's)."""
+        with self._group_lock:
+            with contextlib.suppress(OSError, ValueError):
+                own = self.group.oom_kills() if self.group is not None else self._own_kills
+                self._own_kills = own
+                self._kills = own + self.zygote.cgroup.oom_kills()
+            return self._kills
+
+    def _release_group(self) -> int:
+        """Remove the child's own groups (it has ended): how many processes their memory
+        limit killed."""
+        with self._group_lock:
+            group, self.group = self.group, None
+            if group is None:
+                return 0
+            kills = self._own_kills = group.oom_kills()
+        if not group.remove():
+            log.warning("zygote %s: a child's control group could not be removed yet",
+                        self.zygote.cid[:12])
+        return kills
 
     # -- the supervisor's side ---------------------------------------------------------
 
@@ -108,17 +184,19 @@ class ChildChannel(QueuedLines):
         self.released = True
 
     def exit_info(self) -> ExitInfo:
-        if not self.ended.wait(EXIT_WAIT_SECONDS) or self.status is None:
+        if not self.ended.wait(EXIT_WAIT_SECONDS):
             return ExitInfo()
-        if self.oom_kills:
+        if self.exit_kills:
             return ExitInfo(code=self.status, oom_killed=True)
+        if self.status is None:
+            return ExitInfo()
         if self.status > 128:
             return ExitInfo(signal=self.status - 128)
         return ExitInfo(code=self.status)
 
     def ended_cleanly(self) -> bool:
         return (self.ended.wait(EXIT_WAIT_SECONDS) and self.status == 0
-                and not self.oom_kills and not self.overflowed)
+                and not self.exit_kills and not self.overflowed)
 
     def diagnostics(self) -> str:
         return bytes(self.stderr).decode("utf-8", "replace")
@@ -136,15 +214,45 @@ class ZygoteContainer:
         self.served = 0
         self.memory_mb = settings.pool_memory_mb
         self.child: ChildChannel | None = None
+        self.cgroup = cgroups.Cgroup(0)  # the container's, found at start
+        self.depth = 0  # PID namespaces of the container's own processes, from here
+        self.child_groups = False  # whether each child gets control groups of its own
         self._pending = bytearray()
         self._lock = threading.Lock()
         self._removed = False
         self._stream = Attachment(api, cid, self._frames, self._diag, self._ended)
 
     def start(self) -> ZygoteContainer:
+        """Start the container; find its control group and whether its children may have
+        their own (SandboxError when the setting asks for them and they may not)."""
         self.api.start(self.cid)
         self._stream.start()
+        root = self.settings.cgroup_root
+        self.cgroup = container_cgroup(self.api, self.cid, root)
+        wanted = self.settings.zygote_accounting
+        if wanted == "container":  # as a judge that only reads the container's groups
+            return self
+        try:
+            main = int(self.api.inspect_container(self.cid)["State"]["Pid"])
+        except (*ENGINE_ERRORS, KeyError, ValueError) as exc:
+            raise SandboxUnavailable(f"could not inspect zygote {self.cid[:12]}: {exc}") from None
+        self.child_groups = cgroups.can_make_children(self.cgroup, main, root)
+        if self.child_groups:
+            self.depth = cgroups.namespace_depth(main)
+        elif wanted == "children":
+            raise SandboxUnavailable(
+                "zygote_accounting is children, but this judge cannot make control groups "
+                f"below {self.cgroup.dirs.get('memory', root)} (it needs cgroup v1, root, "
+                "and the host's process ids)")
         return self
+
+    def ran_out_of_memory(self) -> bool:
+        """Whether the engine says the container's memory limit struck (asked when the
+        zygote ended while a child ran)."""
+        try:
+            return bool(self.api.inspect_container(self.cid)["State"].get("OOMKilled"))
+        except ENGINE_ERRORS:
+            return False
 
     @property
     def alive(self) -> bool:
@@ -226,13 +334,14 @@ class ZygoteContainer:
             self._stream.write(HEADER.pack(kind, len(payload)) + payload)
 
     def spawn(self, job: Job) -> ChildChannel:
-        """A child for ``job``: the container's memory set to the job's, then SPAWN."""
-        if job.limits.memory_mb != self.memory_mb:
+        """A child for ``job``, then SPAWN. Its memory limit is its own group's (set when
+        it is admitted), or else the container's, set to the job's here."""
+        if not self.child_groups and job.limits.memory_mb != self.memory_mb:
             mem = f"{job.limits.memory_mb}m"
             self.api.update_container(self.cid, mem_limit=mem, memswap_limit=mem)
             self.memory_mb = job.limits.memory_mb
         child = ChildChannel(self, max_line(job.limits.result_bytes),
-                             self.settings.harness_stderr_bytes)
+                             self.settings.harness_stderr_bytes, job.limits.memory_mb)
         self.child = child
         self.served += 1
         self.write(SPAWN, json.dumps({"tmpfs_mb": self.settings.docker_tmpfs_mb,
@@ -255,6 +364,7 @@ class ZygotePool(WarmPool):
 
     def __init__(self, api: APIClient, settings: Settings, profile: str) -> None:
         self.profile = profile
+        self.last_failure = ""  # why the last start failed, for the caller's error
         self.busy = 0
         self._busy_lock = threading.Lock()
         super().__init__(api, settings, size=settings.zygote_count)
@@ -294,8 +404,9 @@ class ZygotePool(WarmPool):
         try:
             cid = create(self.api, self.settings, spec)
             zygote = ZygoteContainer(self.api, self.settings, cid).start()
-        except ENGINE_ERRORS as exc:
+        except (*ENGINE_ERRORS, SandboxError, OSError) as exc:
             log.warning("could not start a zygote: %s", exc)
+            self.last_failure = str(exc)
             if cid:
                 remove(self.api, cid)
             return None
@@ -333,8 +444,10 @@ class ZygoteSandbox(DockerSandbox):
             return super().run(job)  # a fresh container, with the job's own limits
         zygote = self.zygotes.take(self.settings.startup_seconds)
         if zygote is None:
+            why = f" (the last start failed: {self.zygotes.last_failure})" if (
+                self.zygotes.last_failure) else ""
             raise SandboxUnavailable("no zygote became ready within "
-                                     f"{self.settings.startup_seconds:g} s")
+                                     f"{self.settings.startup_seconds:g} s{why}")
         try:
             channel = zygote.spawn(job)
         except (*ENGINE_ERRORS, OSError) as exc:

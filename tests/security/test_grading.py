@@ -102,7 +102,7 @@ def test_expected_values_are_nowhere_in_the_sandboxs_memory(judge_vault: Judge) 
     # the heap, the modules, the descriptors and hundreds of MiB of memory.
     assert "main" in seen["frames"], seen["frames"]
     # The load message holds the code and a count of tests; a test message, its inputs.
-    assert seen["job keys"] == ["code", "entry_point", "limits", "op", "tests"], seen
+    assert seen["job keys"] == ["alarms", "code", "entry_point", "limits", "op", "tests"], seen
     assert seen["test keys"] == ["args", "index", "kinds", "op"], seen  # no "expected"
     assert seen["objects"] > 10_000 and seen["modules"] > 200, seen
     assert seen["descriptors"]["stdin"] == "''", seen["descriptors"]
@@ -368,11 +368,12 @@ def test_an_ndarray_subclass_is_read_by_its_buffer(judge_layout: Judge) -> None:
 
 
 def test_lying_about_the_time_does_not_stretch_the_limit(judge_layout: Judge) -> None:
-    # Far over the limit: the supervisor's own deadline (limit + grace) ends it.
+    # Asleep far past the wall-clock net (3 x 2 s, + grace): the supervisor ends it.
     report = judge_layout(f"""
         import signal, time
         def layout(num_devices, kernel_in, kernel_out):
             signal.signal(signal.SIGALRM, signal.SIG_IGN)
+            signal.signal(signal.SIGPROF, signal.SIG_IGN)
             frozen = time.perf_counter()
             time.perf_counter = lambda: frozen  # the harness times the call with this
             if num_devices == 8:
@@ -384,18 +385,23 @@ def test_lying_about_the_time_does_not_stretch_the_limit(judge_layout: Judge) ->
 
 
 def test_lying_about_the_time_within_the_grace_is_still_a_time_limit(judge_layout: Judge) -> None:
-    # 2.6 s against a 2 s limit, with the harness's clock frozen and its alarm ignored:
-    # within the supervisor's hard deadline (limit + grace, 3 s), so only the supervisor's
-    # own clock (start line to result line, less a small allowance for encoding and
-    # transfer) catches it; the harness's reported time_ms is not believed.
+    # 2.6 s of CPU time against a 2 s limit, with the harness's clocks frozen and its
+    # alarms ignored: within the supervisor's hard limit (limit + grace, 3 s), so only the
+    # judge's own count of the sandbox's CPU time (less a small allowance for decoding and
+    # encoding) catches it; the harness's reported time_ms is not believed.
     report = judge_layout(f"""
         import signal, time
         def layout(num_devices, kernel_in, kernel_out):
             signal.signal(signal.SIGALRM, signal.SIG_IGN)
+            signal.signal(signal.SIGPROF, signal.SIG_IGN)
+            clock = time.process_time
             frozen = time.perf_counter()
             time.perf_counter = lambda: frozen
+            time.process_time = lambda: 0.0
             if num_devices == 8:
-                time.sleep(2.6)
+                end = clock() + 2.6
+                while clock() < end:
+                    pass
             {RIGHT}
     """)
     assert report.tests[3].verdict is Verdict.TIME_LIMIT_EXCEEDED, describe(report)

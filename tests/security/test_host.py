@@ -3,9 +3,11 @@ privileges a container escape starts from (root, capabilities, namespaces, mount
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
+from pathlib import Path
 
 import docker.errors
 import pytest
@@ -253,6 +255,7 @@ def test_the_running_container_is_created_hardened(
     # Inspect the sandbox from the host while a submission sleeps in it (the last look
     # before the run ended: a zygote's container exists before, with the pool's limits).
     seen: list[dict] = []
+    child_limits: set[tuple[int, int, int]] = set()  # a zygote's child's own groups
     graded = threading.Event()
 
     def inspect() -> None:
@@ -263,6 +266,13 @@ def test_the_running_container_is_created_hardened(
                     seen.append(docker_api.inspect_container(info["Id"]))
                 except docker.errors.NotFound:
                     continue
+                for child in Path("/sys/fs/cgroup/memory/docker", info["Id"]).glob("child-*"):
+                    with contextlib.suppress(OSError, ValueError):
+                        pids = Path("/sys/fs/cgroup/pids/docker", info["Id"], child.name)
+                        child_limits.add((
+                            int((child / "memory.limit_in_bytes").read_text()),
+                            int((child / "memory.memsw.limit_in_bytes").read_text()),
+                            int((pids / "pids.max").read_text())))
             time.sleep(0.05)
 
     watcher = threading.Thread(target=inspect)
@@ -297,7 +307,14 @@ def test_the_running_container_is_created_hardened(
     else:
         assert "/proc/kcore" in host["MaskedPaths"] and "/proc/sys" in host["ReadonlyPaths"]
     assert host["PidsLimit"] == 128
-    assert host["Memory"] == host["MemorySwap"] == 1024 << 20  # the problem's, no swap
+    if zygote:
+        # The container keeps the pool's memory; the child ran in groups of its own with
+        # the problem's memory (no swap) and the process limit (this host: cgroup v1, and
+        # the judge is root on it).
+        assert host["Memory"] == host["MemorySwap"] == settings.pool_memory_mb << 20
+        assert child_limits == {(1024 << 20, 1024 << 20, 128)}, child_limits
+    else:
+        assert host["Memory"] == host["MemorySwap"] == 1024 << 20  # the problem's, no swap
     assert host["NanoCpus"] > 0 and host["CpusetCpus"]
     assert "noexec" in host["Tmpfs"]["/tmp"] and "size=64m" in host["Tmpfs"]["/tmp"]
     assert host["LogConfig"]["Type"] == "none"

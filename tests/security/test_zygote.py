@@ -461,3 +461,152 @@ def layout(num_devices, kernel_in, kernel_out):
     assert seen["host"] == facts(first)["host"], "the two submissions ran on two containers"
     assert seen["bytes"] > 100 << 20, seen  # the scan read the whole address space
     assert seen["found"] == [], seen
+
+
+# -- kernel accounting: nothing of one child's counters reaches the next, and the memory
+# limit's victim is always the child (issue 20, items 5 and 6). Both ways a judge may
+# account children: in groups of their own ("children", where the judge may make them:
+# here, root on a cgroup v1 host), and in the container's groups only ("container", as a
+# judge without that access). --------------------------------------------------------
+
+
+@pytest.fixture(scope="module", params=["children", "container"])
+def accounted(request: pytest.FixtureRequest, settings: Settings) -> Iterator[Sandbox]:
+    sandbox = get_sandbox("zygote", settings.model_copy(
+        update={"zygote_count": 1, "zygote_accounting": request.param}))
+    yield sandbox
+    sandbox.close()
+
+
+# Every file of the cgroup file system the child can reach, and what it says: the paths
+# the child's /proc/self/cgroup names, under every place it could be mounted.
+READ_COUNTERS = textwrap.dedent("""
+    import json, os
+    FOUND = {}
+    PLACES = ["/sys/fs/cgroup"]
+    for line in open("/proc/self/cgroup"):
+        _, controllers, path = line.strip().split(":", 2)
+        for c in (controllers.split(",") if controllers else [""]):
+            PLACES += [f"/sys/fs/cgroup/{c.removeprefix('name=')}{path}",
+                       f"/sys/fs/cgroup/{c.removeprefix('name=')}"]
+    for place in dict.fromkeys(PLACES):
+        for root, dirs, files in os.walk(place):
+            for name in files:
+                try:
+                    with open(os.path.join(root, name)) as f:
+                        FOUND[os.path.join(root, name)] = f.read(300)
+                except OSError:
+                    pass
+    """)
+LAYOUT = textwrap.dedent(f"""
+    def layout(num_devices, kernel_in, kernel_out):
+        {RIGHT}
+    """)
+
+
+def test_no_kernel_counter_of_one_child_is_readable_by_the_next(accounted, settings,
+                                                                 catalog) -> None:
+    first = textwrap.dedent("""
+        import json, os, time
+        HOG = bytearray(300 << 20)
+        for i in range(0, len(HOG), 4096):  # resident: the peak counters see it
+            HOG[i] = 1
+        KIDS = []
+        for _ in range(24):  # processes and threads: the pids counters see them
+            pid = os.fork()
+            if pid == 0:
+                time.sleep(0.3)
+                os._exit(0)
+            KIDS.append(pid)
+        for pid in KIDS:
+            os.waitpid(pid, 0)
+        END = time.process_time() + 0.5
+        while time.process_time() < END:  # CPU time: the cpuacct counters see it
+            pass
+        del HOG
+    """) + READ_COUNTERS + 'print("@@", json.dumps({"first": sorted(FOUND)}))\n' + LAYOUT
+    second = READ_COUNTERS + 'print("@@", json.dumps({"second": FOUND}))\n' + LAYOUT
+    one, two = in_sequence(accounted, settings, catalog, first, second)
+    # Without the masks the second child reads the first's peak memory, CPU time and
+    # process count from its container's groups (memory.max_usage_in_bytes, cpuacct.usage,
+    # pids.*): it finds no file of them at all.
+    assert one["first"] == [] and two["second"] == {}, two
+
+
+def test_the_memory_limit_kills_the_child_never_the_zygote(accounted, settings,
+                                                           catalog) -> None:
+    """The child tries to make itself the last to die (oom_score_adj 0) and spreads its
+    memory over small processes of their own, each smaller than the zygote, to make the
+    memory limit kill the zygote instead. Its verdict is memory_limit_exceeded either
+    way, and the sandbox serves the next submission."""
+    problem = catalog.get("demo/layout")
+    report = grade_on(accounted, settings, problem, f"""
+        import json, os, subprocess, sys, time
+
+        def lower():
+            try:
+                with open("/proc/self/oom_score_adj", "w") as f:
+                    f.write("0")
+                return True
+            except OSError:
+                return False
+
+        LOWERED = lower()
+        print("@@", json.dumps({{"lowered": LOWERED}}))
+        SMALL = (
+            "import time\\n"
+            "try:\\n"
+            "    open('/proc/self/oom_score_adj', 'w').write('0')\\n"
+            "except OSError:\\n"
+            "    pass\\n"
+            "hog = bytearray(120 << 20)\\n"
+            "for i in range(0, len(hog), 4096):\\n"
+            "    hog[i] = 1\\n"
+            "time.sleep(60)\\n")
+
+        def layout(num_devices, kernel_in, kernel_out):
+            if num_devices == 4:
+                kids = [subprocess.Popen([sys.executable, "-c", SMALL]) for _ in range(14)]
+                deadline = time.monotonic() + 8
+                while time.monotonic() < deadline and all(k.poll() is None for k in kids):
+                    time.sleep(0.05)
+            {RIGHT}
+    """)
+    assert report.verdict is Verdict.MEMORY_LIMIT_EXCEEDED, describe(report)
+    assert report.tests[0].verdict is Verdict.MEMORY_LIMIT_EXCEEDED, describe(report)
+    after = grade_on(accounted, settings, problem, f"""
+        def layout(num_devices, kernel_in, kernel_out):
+            {RIGHT}
+    """)
+    assert after.verdict is Verdict.ACCEPTED, describe(after)
+
+
+def test_each_childs_groups_are_its_own_and_go_with_it(settings, catalog) -> None:
+    """Where the judge may make them, a child runs in control groups of its own (its own
+    memory limit, CPU counter and process limit), named at random, and they are removed
+    when it ends."""
+    sandbox = get_sandbox("zygote", settings.model_copy(
+        update={"zygote_count": 1, "zygote_accounting": "children"}))
+    try:
+        probe = f"""
+            import json
+            print("@@", json.dumps({{"groups": open("/proc/self/cgroup").read()}}))
+
+            def layout(num_devices, kernel_in, kernel_out):
+                {RIGHT}
+        """
+        one, two = in_sequence(sandbox, settings, catalog, probe, probe)
+        zygote = sandbox.zygotes.ready.queue[0]  # type: ignore[attr-defined]
+        groups = [line.split(":", 2) for line in one["groups"].splitlines()]
+        own = {c: p for _, c, p in groups if c in ("memory", "cpuacct", "pids")}
+        container = zygote.cgroup.dirs["memory"].name
+        assert all(p.split("/")[-2] == container and p.split("/")[-1].startswith("child-")
+                   for p in own.values()), one
+        assert len(set(own.values())) == 1 and own["memory"] not in two["groups"], (one, two)
+        # the child's groups are gone once it ended; the container's are left as they were
+        for folder in zygote.cgroup.dirs.values():
+            assert not [p.name for p in folder.iterdir() if p.name.startswith("child-")]
+        memory_limit = (zygote.cgroup.dirs["memory"] / "memory.limit_in_bytes").read_text()
+        assert int(memory_limit) == settings.pool_memory_mb << 20
+    finally:
+        sandbox.close()

@@ -1,8 +1,9 @@
 """judge.sandbox.supervisor: the line protocol, driven over a scripted in-memory channel.
 
 ``ScriptedChannel`` is a test double for the transport only: it replays the lines (or
-EOF, OVERFLOW, TIMEOUT) a harness would produce and records what the supervisor sends,
-and how many lines it had read when it sent each message.
+EOF, OVERFLOW, TIMEOUT) a harness would produce, and the CPU time its processes use
+(``Burn``, ``Busy``), and records what the supervisor sends, and how many lines it had
+read when it sent each message.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from judge.errors import SandboxUnavailable
 from judge.harness import HARNESS_VERSION
 from judge.harness.codec import encode
 from judge.sandbox.protocol import Job, JobTest, Limits, LoadMessage, RunOutcome, TestMessage
@@ -26,7 +28,8 @@ from judge.sandbox.supervisor import (
     supervise,
 )
 
-LIMITS = Limits(test_seconds=2.0, total_seconds=10.0, memory_mb=512, output_bytes=10_000,
+LIMITS = Limits(test_seconds=2.0, total_seconds=10.0, test_wall_seconds=6.0,
+                total_wall_seconds=30.0, memory_mb=512, output_bytes=10_000,
                 result_bytes=100_000, segment_bytes=1_000)
 
 
@@ -47,7 +50,8 @@ CLEAN_EXIT = ExitInfo(code=0)
 
 
 class Sleep:
-    """Script item: nothing arrives, and the wait takes the whole timeout."""
+    """Script item, never used up: nothing arrives, each wait takes its whole timeout,
+    and no CPU time is used (a submission that sleeps)."""
 
 
 SLEEP = Sleep()
@@ -60,9 +64,33 @@ class Delay:
         self.seconds = seconds
 
 
+class Burn:
+    """Script item: the sandbox's processes use ``seconds`` of CPU time (then the next
+    item comes)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+
+class Oom:
+    """Script item: the memory limit kills one of the sandbox's processes (the harness
+    lives on; then the next item comes)."""
+
+
+class Busy:
+    """Script item, never used up: nothing arrives, and the sandbox's processes use
+    ``threads`` CPU seconds per second of each wait (a computation that never ends)."""
+
+    def __init__(self, threads: float = 4.0) -> None:
+        self.threads = threads
+
+
 class ScriptedChannel:
     def __init__(self, script: list[Any], exit: ExitInfo = CLEAN_EXIT,
                  diagnostics: str = "harness diagnostics") -> None:
+        self.cpu = 0.0
+        self.kills = 0
+        self.admitted_after: list[int] = []  # lines read when admit() was called
         self.script = list(script)
         self.exit = exit
         self.diag = diagnostics
@@ -86,13 +114,33 @@ class ScriptedChannel:
         self.lines_read += 1
         if not self.script:
             return EOF
+        if isinstance(self.script[0], Sleep):
+            time.sleep(timeout)
+            return TIMEOUT
+        if isinstance(self.script[0], Busy):
+            wait = min(timeout, 0.01)
+            time.sleep(wait)
+            self.cpu += self.script[0].threads * max(timeout, 0.001)
+            return TIMEOUT
         item = self.script.pop(0)
+        if isinstance(item, Burn | Oom):
+            if isinstance(item, Burn):
+                self.cpu += item.seconds
+            else:
+                self.kills += 1
+            self.lines_read -= 1
+            return self.read_line(timeout)
         if isinstance(item, Sleep):
             time.sleep(timeout)
             return TIMEOUT
-        if isinstance(item, Delay):
-            time.sleep(min(item.seconds, timeout))
-            return self.read_line(timeout - item.seconds)
+        if isinstance(item, Delay):  # waits across reads until its time is up
+            waited = min(item.seconds, timeout)
+            time.sleep(waited)
+            if waited < item.seconds:
+                self.script.insert(0, Delay(item.seconds - waited))
+                return TIMEOUT
+            self.lines_read -= 1
+            return self.read_line(timeout - waited)
         if isinstance(item, dict):
             return json.dumps(item, separators=(",", ":"), allow_nan=False).encode()
         return item
@@ -105,6 +153,15 @@ class ScriptedChannel:
 
     def diagnostics(self) -> str:
         return self.diag
+
+    def cpu_seconds(self) -> float:
+        return self.cpu
+
+    def oom_kills(self) -> int:
+        return self.kills
+
+    def admit(self) -> None:
+        self.admitted_after.append(self.lines_read)
 
 
 READY = {"event": "ready", "harness_version": HARNESS_VERSION, "import_ms": 700.0,
@@ -169,14 +226,17 @@ def test_a_normal_run() -> None:
     # the code went in first, alone; then each test's inputs, one message per test
     job = make_job()
     load = LoadMessage.model_validate_json(channel.sent[0])
-    assert load == LoadMessage(code=job.code, entry_point="f", limits=LIMITS, tests=3)
+    assert load == LoadMessage(code=job.code, entry_point="f", limits=LIMITS, tests=3,
+                               alarms=(2.25, 6.0))
     tests = [TestMessage.model_validate_json(m) for m in channel.sent[1:]]
     assert tests == [TestMessage(index=t.index, args=t.args, kinds=t.kinds) for t in job.tests]
     assert b"hidden" not in b"".join(channel.sent) and b"submission-42" not in channel.sent[0]
     assert channel.closed, "the harness reads end of file after the last test"
     # every wait is bounded by a limit
     assert channel.timeouts[0] <= 5.0
-    assert all(0 < t <= LIMITS.test_seconds + 0.5 for t in channel.timeouts[1:])
+    assert all(0 < t <= LIMITS.test_wall_seconds + 0.5 for t in channel.timeouts[1:])
+    # the sandbox was readied for the submission once, after ready and before the code
+    assert channel.admitted_after == [1] and channel.read_before_send[0] == 1
 
 
 def test_each_tests_input_goes_in_only_when_that_test_starts() -> None:
@@ -268,16 +328,17 @@ def test_compile_error() -> None:
 def test_load_timeout_event() -> None:
     outcome, _ = run([READY, {"event": "load_timeout", "time_ms": 2000.0, "stdout": "slow\n"}])
     assert outcome.status == "load_timeout"
-    assert outcome.message == "loading the submission took over 2 s"
+    assert outcome.message == "loading the submission took over 2 s of CPU time"
     assert outcome.load_stdout == "slow\n"
     assert statuses(outcome) == ["not_run"] * 3
 
 
 def test_silence_while_loading_is_a_load_timeout() -> None:
-    limits = LIMITS.model_copy(update={"test_seconds": 0.05})
+    limits = LIMITS.model_copy(update={"test_seconds": 0.05, "test_wall_seconds": 0.1})
     outcome, _ = run([READY, SLEEP], limits=limits, grace=0.0)
     assert outcome.status == "load_timeout"
-    assert outcome.message == "loading the submission took over 0.05 s"
+    assert outcome.message == ("loading the submission took over 0.1 s of wall-clock time "
+                               "(it slept or waited)")
 
 
 @pytest.mark.parametrize(
@@ -445,66 +506,154 @@ def test_output_limit_result_stops_the_run() -> None:
     assert [t.cause for t in outcome.tests[1:]] == ["output_limit"] * 2
 
 
-def test_reported_time_over_the_limit_is_a_timeout() -> None:
-    # the harness said "ok", but its own clock shows more than test_seconds: a timeout,
-    # without the value, and (as every timeout) the end of the run
-    outcome, _ = run([READY, LOADED, *case(0), *case(1, time_ms=2000.5), *case(2), DONE])
+def test_cpu_time_over_the_limit_is_a_timeout() -> None:
+    # The harness said "ok", but the sandbox's processes used more CPU time than
+    # test_seconds (plus the allowance for decoding and encoding): a timeout, without the
+    # value, and (as every timeout) the end of the run.
+    outcome, _ = run([READY, LOADED, *case(0), start(1), Burn(2.3), result(1), *case(2), DONE])
     assert statuses(outcome) == ["ok", "timeout", "not_run"]
     assert outcome.tests[1].value is None
-    assert outcome.tests[1].message == "the test ran over 2 s"
+    assert outcome.tests[1].message == "the test used over 2 s of CPU time"
+    assert outcome.tests[1].cpu_ms == pytest.approx(2300)
     assert outcome.tests[2].cause == "timeout"
 
 
-def test_the_supervisors_clock_catches_a_harness_that_lies_about_time() -> None:
-    # The harness claims 1 ms, but the result arrives 0.3 s after the start line
-    # against a 0.1 s limit (+ 0.1 s transfer allowance): a timeout all the same.
+def test_the_harness_clock_decides_nothing() -> None:
+    # The harness's own clock is the submission's to set: 2000.5 ms there, 0.1 s of CPU
+    # time by the judge's counter, is no timeout; 1 ms there and 0.3 s of CPU time against
+    # a 0.1 s limit (+ 0.1 s allowance) is one.
+    outcome, _ = run([READY, LOADED, start(0), Burn(0.1), result(0, time_ms=2000.5),
+                      *case(1), *case(2), DONE])
+    assert statuses(outcome) == ["ok", "ok", "ok"]
     limits = LIMITS.model_copy(update={"test_seconds": 0.1})
-    outcome, _ = run([READY, LOADED, start(0), Delay(0.3), result(0, time_ms=1.0),
-                      *case(1), *case(2), DONE], limits=limits, grace=1.0,
-                     transfer_allowance=0.1)
+    outcome, _ = run([READY, LOADED, start(0), Burn(0.3), result(0, time_ms=1.0),
+                      *case(1), *case(2), DONE], limits=limits, transfer_allowance=0.1)
     assert statuses(outcome) == ["timeout", "not_run", "not_run"]
-    assert outcome.tests[0].time_ms >= 300
+    assert outcome.tests[0].cpu_ms == pytest.approx(300)
 
 
-def test_reported_time_at_the_limit_is_fine() -> None:
-    outcome, _ = run([READY, LOADED, *case(0, time_ms=2000.0), *case(1), *case(2), DONE])
+def test_a_slow_wall_clock_with_little_cpu_time_is_no_timeout() -> None:
+    # A busy machine: the result takes 0.3 s to come against a 0.1 s limit, but the
+    # sandbox used 0.05 s of CPU time, and the wall-clock net (1 s) was not reached.
+    limits = LIMITS.model_copy(update={"test_seconds": 0.1, "test_wall_seconds": 1.0})
+    outcome, _ = run([READY, LOADED, start(0), Burn(0.05), Delay(0.3), result(0),
+                      *case(1), *case(2), DONE], limits=limits, grace=0.0,
+                     transfer_allowance=0.0)
+    assert statuses(outcome) == ["ok", "ok", "ok"]
+    assert outcome.tests[0].time_ms >= 300 and outcome.tests[0].cpu_ms == pytest.approx(50)
+
+
+def test_cpu_time_at_the_limit_is_fine() -> None:
+    outcome, _ = run([READY, LOADED, start(0), Burn(2.25), result(0), *case(1), *case(2),
+                      DONE])
     assert statuses(outcome) == ["ok", "ok", "ok"]
     assert outcome.tests[0].value is not None
+
+
+def test_a_computation_over_its_cpu_time_is_stopped_before_the_wall_clock_limit() -> None:
+    # Nothing arrives while the processes burn CPU time: the supervisor reads the counter
+    # while it waits and stops the run once it is past the limit and the grace, long
+    # before the wall-clock net (60 s here).
+    limits = LIMITS.model_copy(update={"test_seconds": 0.2, "test_wall_seconds": 60.0})
+    outcome, channel = run([READY, LOADED, *case(0), start(1), Busy()], limits=limits,
+                           grace=0.1)
+    assert statuses(outcome) == ["ok", "timeout", "not_run"]
+    assert outcome.tests[1].message == "the test used over 0.2 s of CPU time"
+    assert outcome.tests[1].cpu_ms > 300
+    # it polled the counter instead of waiting out the wall-clock limit
+    assert max(channel.timeouts[4:]) <= 0.25
+
+
+def test_the_total_cpu_time_limit() -> None:
+    # Each test is well within its own limit; the third brings the run past its total.
+    limits = LIMITS.model_copy(update={"total_seconds": 1.0})
+    outcome, _ = run([READY, LOADED, start(0), Burn(0.4), result(0), start(1), Burn(0.4),
+                      result(1), start(2), Burn(0.4), result(2), DONE], limits=limits,
+                     transfer_allowance=0.0)
+    assert statuses(outcome) == ["ok", "ok", "timeout"]
+    assert outcome.tests[2].message == "the total CPU time limit of 1 s was reached"
+    # and while one waits
+    outcome, _ = run([READY, LOADED, start(0), Burn(0.9), result(0), start(1), Busy(), DONE],
+                     n=2, limits=limits, grace=0.1, transfer_allowance=0.0)
+    assert statuses(outcome) == ["ok", "timeout"]
+    assert outcome.tests[1].message == "the total CPU time limit of 1 s was reached"
 
 
 def test_harness_timeout_result_stops_the_run() -> None:
     # The harness sends a "timeout" result, stops, and sends "done" (runner.py: `if status
     # in ("output_limit", "timeout"): break`). The tests after it were not run; they are
     # not crashed, and "done" does not mean the channel was corrupted.
-    outcome, _ = run([READY, LOADED, *case(0), *case(1, status="timeout", time_ms=2001.0),
-                      DONE], n=4)
+    outcome, _ = run([READY, LOADED, *case(0), start(1), Burn(2.0),
+                      result(1, status="timeout", time_ms=2001.0), DONE], n=4)
     assert statuses(outcome) == ["ok", "timeout", "not_run", "not_run"]
     assert [t.cause for t in outcome.tests[2:]] == ["timeout", "timeout"]
+    assert outcome.tests[1].message.startswith(
+        "the test ran over its time limit of 2 s of CPU time (2.00 s of CPU time")
 
 
-def test_silence_during_a_test_is_a_timeout() -> None:
-    limits = LIMITS.model_copy(update={"test_seconds": 0.05})
+def test_silence_during_a_test_is_a_timeout_at_the_wall_clock_limit() -> None:
+    limits = LIMITS.model_copy(update={"test_seconds": 0.05, "test_wall_seconds": 0.15})
     outcome, _ = run([READY, LOADED, *case(0), start(1), SLEEP, *case(2)], limits=limits,
                      grace=0.0)
     assert statuses(outcome) == ["ok", "timeout", "not_run"]
-    assert outcome.tests[1].message == "the test ran over 0.05 s"
-    assert outcome.tests[1].time_ms >= 45
+    assert outcome.tests[1].message == ("the test ran over its wall-clock limit of 0.15 s "
+                                        "with 0.00 s of CPU time (it slept or waited)")
+    assert outcome.tests[1].time_ms >= 145
     assert outcome.tests[2].cause == "timeout"
 
 
-def test_the_total_time_limit() -> None:
-    limits = LIMITS.model_copy(update={"test_seconds": 5.0, "total_seconds": 0.1})
+def test_the_total_wall_clock_limit() -> None:
+    limits = LIMITS.model_copy(update={"test_seconds": 5.0, "total_wall_seconds": 0.1})
     outcome, channel = run([READY, LOADED, start(0), SLEEP, *case(1)], n=2, limits=limits,
                            grace=0.0)
     assert statuses(outcome) == ["timeout", "not_run"]
-    assert outcome.tests[0].message == "the total time limit of 0.1 s was reached"
+    assert outcome.tests[0].message == ("the total wall-clock limit of 0.1 s was reached "
+                                        "(the submission slept or waited)")
     assert max(channel.timeouts[2:]) <= 0.1
 
 
 def test_silence_before_a_start_is_a_timeout() -> None:
-    limits = LIMITS.model_copy(update={"test_seconds": 0.05})
+    limits = LIMITS.model_copy(update={"test_seconds": 0.05, "test_wall_seconds": 0.05})
     outcome, _ = run([READY, LOADED, SLEEP], n=2, limits=limits, grace=0.0)
     assert statuses(outcome) == ["timeout", "not_run"]
+
+
+def test_loading_is_held_to_the_cpu_limit_too() -> None:
+    limits = LIMITS.model_copy(update={"test_seconds": 0.2, "test_wall_seconds": 60.0})
+    outcome, _ = run([READY, Busy()], limits=limits, grace=0.1)
+    assert outcome.status == "load_timeout"
+    assert outcome.message == "loading the submission took over 0.2 s of CPU time"
+    assert outcome.load_cpu_ms > 300
+    # a module that loaded, but past its CPU time: a load timeout all the same
+    outcome, _ = run([READY, Burn(0.5), LOADED, *case(0)], n=1, limits=limits, grace=0.1,
+                     transfer_allowance=0.0)
+    assert outcome.status == "load_timeout"
+
+
+def test_a_process_killed_by_the_memory_limit_makes_the_test_a_memory_limit() -> None:
+    # The harness lived on and answered, but the kernel's count says the memory limit
+    # killed one of the sandbox's processes during the test: the test is over the limit.
+    outcome, _ = run([READY, LOADED, *case(0), start(1), Oom(), result(1), *case(2), DONE])
+    assert statuses(outcome) == ["ok", "memory", "ok"]
+    assert outcome.tests[1].value is None
+    assert outcome.tests[1].message == "the memory limit killed one of the submission's processes"
+    # while loading: no test runs
+    outcome, _ = run([READY, Oom(), LOADED, *case(0)], n=1)
+    assert outcome.status == "load_memory"
+    outcome, _ = run([READY, EOF], n=1, exit=ExitInfo(signal=9, oom_killed=True))
+    assert outcome.status == "load_memory"
+
+
+def test_a_sandbox_that_cannot_be_readied_runs_nothing() -> None:
+    class Unready(ScriptedChannel):
+        def admit(self) -> None:
+            raise SandboxUnavailable("no control group")
+
+    channel = Unready([READY, LOADED, *case(0)])
+    outcome = supervise(channel, make_job(1), startup_seconds=1.0, grace=0.1)
+    assert outcome.status == "internal_error"
+    assert "no control group" in outcome.message
+    assert channel.sent == [], "no code goes into a sandbox that was not readied"
 
 
 def test_the_channel_is_killed_even_when_it_fails() -> None:
