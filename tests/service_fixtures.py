@@ -19,7 +19,7 @@ from service.migrate import upgrade
 from service.settings import ServiceSettings
 from tests_support import FIXTURE_PROBLEMS, LAYOUT_GOOD
 
-FAST = {"heartbeat_seconds": 0.3, "stale_after_seconds": 2.0, "sweep_seconds": 0.5,
+FAST = {"heartbeat_seconds": 0.3, "stale_after_seconds": 6.0, "sweep_seconds": 0.5,
         "publish_timeout_seconds": 0.5, "rate_limit": "", "submit_rate_limit": "",
         "auth_failure_limit": "", "secret_key": "tests-secret",
         "webhook_backoff_seconds": 0.2, "webhook_timeout_seconds": 3.0}

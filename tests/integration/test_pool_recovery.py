@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
+from servers import wait_for
 
 import docker
 from judge.catalog import Catalog
@@ -22,15 +22,6 @@ CORRECT = """
 def layout(num_devices, kernel_in, kernel_out):
     return [int(kernel_in), int(kernel_out) // int(num_devices)]
 """
-
-
-def wait_for(predicate, seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.2)
-    return False
 
 
 def engine_up() -> bool:
@@ -54,11 +45,11 @@ def test_the_pool_recovers_after_the_engine_restarts(catalog: Catalog, settings:
     pool = pooled.pool  # type: ignore[attr-defined]
     problem = catalog.get("demo/layout")
     try:
-        assert wait_for(lambda: pool.available() == 1, 60)
+        wait_for(lambda: pool.available() == 1, 60, "a ready pooled sandbox")
         before = pool.started
 
         subprocess.run(["pkill", "-TERM", "-x", "dockerd"], check=True)
-        assert wait_for(lambda: not dockerd_pids(), 60), "dockerd did not stop"
+        wait_for(lambda: not dockerd_pids(), 60, "dockerd to stop")
         subprocess.run(["bash", str(REPO_ROOT / "docker" / "engine.sh")], check=True,
                        env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
                             "DOCKERD_LOG": str(tmp_path / "dockerd.log")})
@@ -66,7 +57,8 @@ def test_the_pool_recovers_after_the_engine_restarts(catalog: Catalog, settings:
 
         # The container that was ready before the restart is dead: it is never handed
         # out, and the pool makes a new one by itself.
-        assert wait_for(lambda: pool.started > before and pool.available() == 1, 120)
+        wait_for(lambda: pool.started > before and pool.available() == 1, 120,
+                 "the pool to refill after the restart")
         report = grade(problem, CORRECT, sandbox=pooled, settings=settings)
         assert report.verdict is Verdict.ACCEPTED
     finally:

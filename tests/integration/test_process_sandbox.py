@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
+from servers import wait_for
 
 from judge.catalog import Catalog
 from judge.grading import grade
@@ -254,16 +254,17 @@ def test_the_whole_process_group_is_killed(run, tmp_path: Path) -> None:
         import os, time
         def layout(num_devices, kernel_in, kernel_out):
             if os.fork() == 0:
-                open({str(pidfile)!r}, "w").write(str(os.getpid()))
+                open({str(pidfile)!r} + ".tmp", "w").write(str(os.getpid()))
+                os.rename({str(pidfile)!r} + ".tmp", {str(pidfile)!r})
                 time.sleep(600)
                 os._exit(0)
-            time.sleep(0.5)
+            while not os.path.exists({str(pidfile)!r}):  # the child is up (the test's
+                time.sleep(0.01)                           # own limit is the deadline)
             return [int(kernel_in), int(kernel_out) // int(num_devices)]
     """)
     assert report.verdict is Verdict.ACCEPTED
     pid = int(pidfile.read_text())
-    time.sleep(0.2)
-    assert not alive(pid)
+    wait_for(lambda: not alive(pid), 30, "the child to be killed with its group")
 
 
 def alive(pid: int) -> bool:

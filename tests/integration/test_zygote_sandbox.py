@@ -92,7 +92,6 @@ def test_one_container_serves_in_turn_and_is_replaced_after_an_anomaly(
     second = run(zygote, catalog, settings, CORRECT)
     assert first.verdict is second.verdict is Verdict.ACCEPTED
     assert host_of(first) == host_of(second)  # the same container, two children
-    assert second.timings.import_ms < 500  # no import: only the devices came up
     # A time limit the harness's own alarm ends is a verdict like any other: the child
     # exits cleanly and the container serves on.
     looping = run(zygote, catalog, settings, "def layout(a, b, c):\n    while True: pass\n")

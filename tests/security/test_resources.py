@@ -11,7 +11,7 @@ import pytest
 
 from judge.verdict import Verdict
 
-from .support import TOKEN, Judge, describe, facts, host_processes, verdicts
+from .support import TOKEN, Judge, describe, facts, host_processes, verdicts, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -218,7 +218,17 @@ def test_a_process_left_running_dies_with_the_sandbox(judge_layout: Judge) -> No
     # A sleeper in a new session (out of the harness's process group), renamed so the host
     # can find it, and a forked Python child that ignores SIGTERM and SIGHUP.
     report = judge_layout("""
-        import os, signal, time
+        import json, os, signal, time
+
+        def ours():
+            found = 0
+            for pid in (p for p in os.listdir("/proc") if p.isdigit()):
+                try:
+                    found += TOKEN.encode() in open(f"/proc/{pid}/cmdline", "rb").read()
+                except OSError:
+                    pass
+            return found
+
         def layout(num_devices, kernel_in, kernel_out):
             if num_devices == 4:
                 if os.fork() == 0:
@@ -229,13 +239,18 @@ def test_a_process_left_running_dies_with_the_sandbox(judge_layout: Judge) -> No
                 if os.fork() == 0:
                     for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
                         signal.signal(sig, signal.SIG_IGN)
+                    import sys
+                    sys.argv[:] = [TOKEN]
                     open("/proc/self/comm", "w").write(TOKEN)
-                    time.sleep(3600)
-                time.sleep(0.2)
+                    os.execv("/bin/sleep", [TOKEN + "-child", "3600"])
+                while ours() < 2:  # both are up (the test's time limit is the deadline)
+                    time.sleep(0.01)
+                print("@@", json.dumps({"up": ours()}))
             return [int(kernel_in), int(kernel_out) // int(num_devices)]
     """)
     assert report.verdict is Verdict.ACCEPTED, describe(report)
-    assert not host_processes(TOKEN), host_processes(TOKEN)
+    assert facts(report)["up"] == 2, describe(report)  # they ran, in the sandbox
+    assert wait_until(lambda: not host_processes(TOKEN), 60), host_processes(TOKEN)
 
 
 @pytest.mark.timeout(45)  # a run that waited for the hooks would never end

@@ -132,7 +132,8 @@ def test_processes_left_behind_die_with_their_submission(zygote_sandbox, setting
                 linger(TOKEN)
             os._exit(0)
         os.wait()
-        time.sleep(0.2)
+        while not os.path.exists("/dev/shm/" + TOKEN + "-beat"):  # the time limit waits
+            time.sleep(0.01)
         print("@@", json.dumps({{"beating": os.path.exists("/dev/shm/" + TOKEN + "-beat")}}))
 
         def layout(num_devices, kernel_in, kernel_out):
@@ -151,7 +152,7 @@ def test_processes_left_behind_die_with_their_submission(zygote_sandbox, setting
     one, two = in_sequence(zygote_sandbox, settings, catalog, first, second)
     assert one["beating"], one
     assert two["pids"] == [1] and TOKEN not in two["names"] and not two["beat"], two
-    assert wait_until(lambda: not host_processes(TOKEN), 5), host_processes(TOKEN)
+    assert wait_until(lambda: not host_processes(TOKEN), 60), host_processes(TOKEN)
 
 
 def test_sockets_left_listening_are_gone(zygote_sandbox, settings, catalog) -> None:
@@ -169,9 +170,11 @@ def test_sockets_left_listening_are_gone(zygote_sandbox, settings, catalog) -> N
             held = [listen(socket.AF_UNIX, "\\0" + TOKEN), listen(socket.AF_UNIX, "/tmp/" + TOKEN),
                     listen(socket.AF_UNIX, "/dev/shm/" + TOKEN),
                     listen(socket.AF_INET, ("127.0.0.1", 47123))]
+            open("/tmp/" + TOKEN + "-up", "w").close()
             os.setsid()
             time.sleep(3600)
-        time.sleep(0.3)
+        while not os.path.exists("/tmp/" + TOKEN + "-up"):  # all bound (the time limit waits)
+            time.sleep(0.01)
         for name, family, address in (("abstract", socket.AF_UNIX, "\\0" + TOKEN),
                                       ("tmp", socket.AF_UNIX, "/tmp/" + TOKEN),
                                       ("tcp", socket.AF_INET, ("127.0.0.1", 47123))):
