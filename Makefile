@@ -66,6 +66,8 @@ bench: install
 	$(BIN)/python bench/service.py
 	$(BIN)/python bench/compile_flags.py
 	$(BIN)/python bench/speed.py
+	$(BIN)/python bench/cpu_accounting.py
+	$(BIN)/python bench/verify_under_load.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache var frontend/node_modules web/static/dist

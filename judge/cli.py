@@ -101,7 +101,7 @@ def show(obj: Context, problem_id: str) -> None:
     if spec.entry_point.returns:
         obj.out.print(f"  returns: {escape(spec.entry_point.returns)}")
     lim = spec.limits
-    obj.out.print(f"\n[bold]Limits[/bold]: {lim.test_seconds:g} s per test, "
+    obj.out.print(f"\n[bold]Limits[/bold]: {lim.test_seconds:g} s of CPU time per test, "
                   f"{lim.total_seconds:g} s in all, {lim.memory_mb} MiB, "
                   f"{lim.output_kb} KiB of output")
     obj.out.print("\n[bold]Sample tests[/bold]")

@@ -35,8 +35,10 @@ class ArgumentOut(_Out):
 
 
 class LimitsOut(_Out):
-    test_seconds: float
-    total_seconds: float
+    test_seconds: float = Field(description="CPU time of one call (every thread and process "
+                                "of the sandbox), and of loading the submission.")
+    total_seconds: float = Field(description="CPU time of all calls together. The wall-clock "
+                                 "limits are a multiple of both (a net for what sleeps).")
     memory_mb: int
     output_kb: int
 

@@ -2,8 +2,9 @@
 
 Everything here runs in the sandbox next to the submission, so nothing in it is trusted
 by the other side: the harness reports what the submission returned and how long it took
-by its own clock, and the trusted side checks times against its own clock and decides
-every verdict itself. The harness holds as little as it can: the submission's code and
+by its own clock, and the trusted side counts the sandbox's CPU time and wall-clock time
+itself and decides every verdict. The harness's own alarms (CPU time, wall clock) only let
+it stop a call cleanly, a little past the limits. The harness holds as little as it can: the submission's code and
 limits, then one test's inputs at a time (never an expected output, never a later test's
 inputs), and what it uses to encode results and write protocol lines is bound before the
 submission loads and watched by :mod:`judge.harness.integrity`.

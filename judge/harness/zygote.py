@@ -12,11 +12,15 @@ trusted code; the children are not. For each ``spawn`` it forks:
   keeper, and when it exits the kernel kills everything it started. It makes its mounts
   private, mounts a ``/proc`` of its own PID namespace with Docker's masks put back, lays
   fresh tmpfs over every place a process may write (``/tmp``, ``/dev/shm``,
-  ``/dev/mqueue``), brings its loopback up, drops every capability (its user namespace gave it a full set),
-  installs its own seccomp filter refusing ``unshare`` and ``mount`` again (what the zygote
+  ``/dev/mqueue``), hides its container's control groups (``/sys/fs/cgroup``: their
+  counters add up every child's peak memory, CPU time and processes), brings its
+  loopback up, drops every capability (its user namespace gave it a full set), installs
+  its own seccomp filter refusing ``unshare``, ``mount`` and ``umount2`` (what the zygote
   needed and the submission must not have), marks itself first to die when memory runs
   out, and only then serves one submission through the ordinary harness
-  (:func:`judge.harness.runner.serve`), which brings the devices up.
+  (:func:`judge.harness.runner.serve`), which brings the devices up. Once it is ready, and
+  before any submission code runs, the trusted side may move it into control groups of
+  its own (``judge.sandbox.zygote``).
 
 Nothing of a child outlives it: its processes die with its PID namespace, its files with
 its tmpfs, its IPC objects with its IPC namespace, its sockets with its network

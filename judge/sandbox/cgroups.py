@@ -70,6 +70,13 @@ class Cgroup:
                 return int(value)
         return 0
 
+    def run_delays(self, proc: Path = Path("/proc")) -> dict[int, int]:
+        """Per thread of the group (as this judge's ``/proc`` shows it), the nanoseconds
+        it has spent runnable but waiting for a CPU (``schedstat``'s run delay)."""
+        name = "tasks" if self.version == 1 else "cgroup.threads"
+        controller = "cpuacct" if self.version == 1 else "cpu"
+        return thread_delays(self._read(controller, name).split(), proc)
+
     def add(self, pid: int) -> None:
         """Move process ``pid`` (all its threads) into the group."""
         for folder in dict.fromkeys(self.dirs.values()):
@@ -211,3 +218,12 @@ def processes_below(group: Cgroup, depth: int, proc: Path = Path("/proc")) -> li
             if namespace_depth(int(pid), proc) > depth:
                 found.append(int(pid))
     return found
+
+
+def thread_delays(tids: list[str], proc: Path = Path("/proc")) -> dict[int, int]:
+    """``tid -> run delay`` (ns) of the threads that still exist."""
+    delays = {}
+    for tid in tids:
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            delays[int(tid)] = int((proc / tid / "schedstat").read_text().split()[1])
+    return delays

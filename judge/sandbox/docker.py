@@ -285,6 +285,12 @@ class DockerChannel(QueuedLines):
                 self._kills = self.cgroup.oom_kills()
         return self._kills
 
+    def run_delays(self) -> dict[int, int] | None:
+        try:
+            return self.cgroup.run_delays() if self.cgroup is not None else None
+        except (OSError, KeyError):
+            return None
+
     def _keep_stderr(self, body: bytes) -> bool:
         room = self.max_stderr - len(self.stderr)
         if room > 0:

@@ -20,8 +20,8 @@ What it does, per run:
   start-up), CPU seconds (the total time limit plus start-up, times the core count: XLA
   runs threads), processes (``process_max_processes``; ignored for root), file size (the
   output limit plus one byte), open files, and no core dumps;
-- CPU time read by the supervisor from ``/proc`` (:func:`session_cpu_seconds`: every
-  process of the harness's session, reaped children included), and the wall-clock safety
+- CPU time read by the supervisor from ``/proc`` (:class:`Session`: every process of
+  the harness's session, reaped children included), and the wall-clock safety
   net, both enforced outside the child. A process that leaves the session (``setsid``)
   or whose parent ignores ``SIGCHLD`` escapes this count: the backend is for trusted
   code; the container backends count CPU time in the kernel's control group, which
@@ -38,10 +38,13 @@ import signal
 import subprocess
 import tempfile
 import threading
+import time
+from pathlib import Path
 from typing import IO
 
 from judge.harness.runner import COMPILE_FLAGS_ENV
 from judge.sandbox.base import Sandbox
+from judge.sandbox.cgroups import thread_delays
 from judge.sandbox.protocol import Job, RunOutcome
 from judge.sandbox.supervisor import (
     EOF,
@@ -53,25 +56,61 @@ from judge.sandbox.supervisor import (
 )
 
 _TICKS = os.sysconf("SC_CLK_TCK")
+RESCAN_SECONDS = 0.5  # how often /proc is searched for the session's new processes
 
 
-def session_cpu_seconds(sid: int, proc: str = "/proc") -> float:
-    """CPU time of every process in session ``sid`` (user and system, all threads, and
-    the children each has reaped), from ``/proc/PID/stat``."""
-    ticks = 0
-    for name in os.listdir(proc):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"{proc}/{name}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(b")") + 2:].split()
-        # after the name: state ppid pgrp session ... utime(14) stime cutime cstime(17)
-        if int(fields[3]) == sid:
-            ticks += sum(int(x) for x in fields[11:15])
-    return ticks / _TICKS
+def _stat(pid: int, proc: str) -> list[bytes] | None:
+    """The fields of ``/proc/PID/stat`` after the process's name, or None when it is gone."""
+    try:
+        with open(f"{proc}/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    return stat[stat.rindex(b")") + 2:].split()
+
+
+class Session:
+    """The CPU time and CPU waits of every process in one session (the harness's: it was
+    started in a session of its own), read from ``/proc``.
+
+    Searching all of ``/proc`` costs about a millisecond, so it is done at most every
+    ``RESCAN_SECONDS``; in between, only the processes already found are read. Nothing is
+    lost meanwhile: a process's CPU time stays in ``/proc`` until it is reaped, and then
+    moves into its parent's (``cutime``, ``cstime``), which is counted."""
+
+    def __init__(self, sid: int, proc: str = "/proc") -> None:
+        self.sid = sid
+        self.proc = proc
+        self.pids = {sid}
+        self.searched = float("-inf")
+
+    def _members(self) -> dict[int, list[bytes]]:
+        now = time.monotonic()
+        if now - self.searched >= RESCAN_SECONDS:
+            self.searched = now
+            self.pids |= {int(n) for n in os.listdir(self.proc) if n.isdigit()}
+        members = {}
+        for pid in list(self.pids):
+            fields = _stat(pid, self.proc)
+            # (after the name: state ppid pgrp session ...; a reused id is someone else's)
+            if fields is None or int(fields[3]) != self.sid:
+                self.pids.discard(pid)
+                continue
+            members[pid] = fields
+        return members
+
+    def cpu_seconds(self) -> float:
+        """User and system time (all threads, and the children each has reaped)."""
+        ticks = sum(sum(int(x) for x in fields[11:15]) for fields in self._members().values())
+        return ticks / _TICKS
+
+    def run_delays(self) -> dict[int, int]:
+        """Per thread: nanoseconds spent waiting for a CPU."""
+        tids = []
+        for pid in self._members():
+            with contextlib.suppress(OSError):
+                tids += os.listdir(f"{self.proc}/{pid}/task")  # (/proc/TID is the thread)
+        return thread_delays(tids, Path(self.proc))
 
 
 class ProcessChannel(QueuedLines):
@@ -81,6 +120,7 @@ class ProcessChannel(QueuedLines):
         self.max_line = max_line
         self.stderr = bytearray()
         self.max_stderr = max_stderr
+        self.session = Session(proc.pid)  # its own (start_new_session)
         self._killed = False
         assert proc.stdout is not None and proc.stderr is not None
         threading.Thread(target=self._read_lines, args=(proc.stdout,), daemon=True).start()
@@ -146,7 +186,10 @@ class ProcessChannel(QueuedLines):
         return bytes(self.stderr).decode("utf-8", "replace")
 
     def cpu_seconds(self) -> float:
-        return session_cpu_seconds(self.proc.pid)  # its own session (start_new_session)
+        return self.session.cpu_seconds()
+
+    def run_delays(self) -> dict[int, int] | None:
+        return self.session.run_delays()
 
 
 def _rmtree(path: str) -> None:

@@ -184,6 +184,9 @@ class QueuedLines:
     def oom_kills(self) -> int:
         return 0
 
+    def run_delays(self) -> dict[int, int] | None:
+        return None
+
 
 class Channel(TypingProtocol):
     def send(self, data: bytes) -> None:
@@ -211,6 +214,11 @@ class Channel(TypingProtocol):
     def oom_kills(self) -> int:
         """How many of the sandbox's processes its memory limit has killed so far, as the
         kernel counts them (0 where the backend has no such limit)."""
+        ...
+
+    def run_delays(self) -> dict[int, int] | None:
+        """Per thread of the sandbox: nanoseconds it spent runnable but waiting for a CPU
+        (the kernel's ``schedstat``), or None where this judge cannot read them."""
         ...
 
 
@@ -256,15 +264,44 @@ def supervise(channel: Channel, job: Job, *, startup_seconds: float, grace: floa
         channel.kill()
 
 
+WATCH_AFTER_SECONDS = 0.25  # a phase this long by the clock: its CPU waits are read too
+STARVED_CAP = 3.0  # the wall clock may run this many times the net before giving up
+
+
 class _Clock:
     """The kernel's counters for one phase (loading, or one test), read from the channel:
-    CPU time, and processes killed by the memory limit."""
+    CPU time, processes killed by the memory limit, and, once the phase has run
+    ``WATCH_AFTER_SECONDS``, how long the host kept it waiting for a CPU."""
 
     def __init__(self, channel: Channel) -> None:
         self.channel = channel
         self.last = channel.cpu_seconds()
         self.start = self.last
         self.kills = channel.oom_kills()
+        self.began = time.monotonic()
+        self.starved = 0.0  # seconds in which some thread waited for a CPU, counted once
+        self._delays: dict[int, int] | None = None  # each thread's run delay, last seen
+        self._sampled = 0.0
+
+    def sample(self, now: float) -> None:
+        """Read the threads' run delays (once the phase has run a while): of the time
+        since the last read, as much as the thread that waited longest waited counts as
+        starved (once, however many threads waited)."""
+        if now - self.began < WATCH_AFTER_SECONDS:
+            return
+        delays = self.channel.run_delays()
+        if delays is None:
+            return
+        if self._delays is not None:
+            longest = max((delay - self._delays.get(tid, 0) for tid, delay in delays.items()),
+                          default=0)
+            self.starved += min(max(longest, 0) / 1e9, now - self._sampled)
+            delays = {**self._delays, **delays}  # an ended thread keeps its last value
+        self._delays, self._sampled = delays, now
+
+    def awake(self, now: float) -> float:
+        """Seconds of the phase in which the host did not keep it waiting for a CPU."""
+        return now - self.began - self.starved
 
     def read(self) -> float:
         """CPU seconds used since the phase began (the counter never goes back)."""
@@ -278,12 +315,19 @@ class _Clock:
 
 
 class _Overrun(Exception):
-    """A limit was passed while waiting: ``kind`` is ``cpu``, ``total``, or ``wall``."""
+    """A limit was passed while waiting: ``kind`` is ``cpu``, ``total``, ``wall`` or
+    ``total_wall``."""
 
     def __init__(self, kind: str, cpu: float) -> None:
         super().__init__(kind)
         self.kind = kind
         self.cpu = cpu
+
+
+class _Starved(Exception):
+    """The wall clock ran ``STARVED_CAP`` times past the net while the host kept the
+    sandbox waiting for a CPU, so the net was not reached: the machine's fault, not the
+    submission's (no verdict; the caller tries again later)."""
 
 
 class _Run:
@@ -296,8 +340,9 @@ class _Run:
         self.grace = grace
         self.limits = job.limits
         self.timing: dict[str, float] = {}
-        self.total_wall_deadline = float("inf")
+        self.tests_began = 0.0
         self.cpu_spent = 0.0  # CPU seconds of the tests before the current one
+        self.starved_before = 0.0  # seconds the host kept the tests before it waiting
         self.stopped = False  # a test ended the run: the rest are not run
 
     def next_event(self, deadline: float) -> object:
@@ -307,28 +352,64 @@ class _Run:
             return _parse(line)
         return line
 
-    def await_event(self, wall_deadline: float, clock: _Clock, cpu_limit: float,
-                    total: bool) -> object:
-        """The next event, reading the CPU counter while waiting; raises
+    def await_event(self, clock: _Clock, cpu_limit: float, total: bool) -> object:
+        """The next event, reading the kernel's counters while waiting. Raises
         :class:`_Overrun` once the phase's CPU time passes ``cpu_limit`` (or, for a test,
-        the run's passes ``total_seconds``) by the grace, or the wall deadline passes."""
-        total_left = self.limits.total_seconds - self.cpu_spent if total else float("inf")
+        the run's passes ``total_seconds``) by the grace, or its wall-clock net
+        (``test_wall_seconds``, or ``total_wall_seconds`` for the tests together) by the
+        grace in time the host did not keep it waiting for a CPU; :class:`_Starved` when
+        the wall clock runs ``STARVED_CAP`` times the net first."""
+        limits = self.limits
+        total_left = limits.total_seconds - self.cpu_spent if total else float("inf")
+        net, grace = limits.test_wall_seconds, self.grace
         while True:
             used = clock.read()
-            if used > cpu_limit + self.grace:
+            if used > cpu_limit + grace:
                 raise _Overrun("cpu", used)
-            if used > total_left + self.grace:
+            if used > total_left + grace:
                 raise _Overrun("total", used)
             now = time.monotonic()
-            if now >= wall_deadline:
+            clock.sample(now)
+            real, awake = now - clock.began, clock.awake(now)
+            left = [net + grace - awake, net * STARVED_CAP + grace - real]
+            if total:
+                run_real = now - self.tests_began
+                run_awake = run_real - self.starved_before - clock.starved
+                left += [limits.total_wall_seconds + grace - run_awake,
+                         limits.total_wall_seconds * STARVED_CAP + grace - run_real]
+                if left[2] <= 0:
+                    raise _Overrun("total_wall", used)
+                if left[3] <= 0:
+                    raise _Starved(self.starved(clock, now))
+            if left[0] <= 0:
                 raise _Overrun("wall", used)
-            headroom = min(cpu_limit, total_left) + self.grace - used
-            wait = min(wall_deadline - now, max(MIN_POLL_SECONDS, min(POLL_SECONDS, headroom / 2)))
-            line = self.channel.read_line(wait)
+            if left[1] <= 0:
+                raise _Starved(self.starved(clock, now))
+            headroom = min(cpu_limit, total_left) + grace - used
+            wait = min(*left, max(MIN_POLL_SECONDS, min(POLL_SECONDS, headroom / 2)))
+            line = self.channel.read_line(max(wait, 0.001))
             if isinstance(line, bytes):
                 return _parse(line)
             if line is not TIMEOUT:
                 return line
+
+    def starved(self, clock: _Clock, now: float) -> str:
+        return (f"the machine was too busy: the sandbox waited for a CPU {clock.starved:.1f} "
+                f"s of the {now - clock.began:.1f} s it ran (with {clock.read():.2f} s of CPU "
+                "time), and the wall clock reached the judge's cap before the wall-clock "
+                "limit; it is graded again later")
+
+    def alarm_was_the_cap(self, clock: _Clock, cpu: float) -> None:
+        """The harness stopped a call (or the loading) at its own wall-clock alarm, which
+        goes off at the cap, with CPU time to spare: if the host kept the sandbox waiting
+        so that the net was not reached, :class:`_Starved`. (An alarm that went off
+        sooner, the submission's own doing, is a time limit.)"""
+        now = time.monotonic()
+        limits = self.limits
+        if (cpu - self.transfer_allowance <= limits.test_seconds
+                and now - clock.began >= limits.test_wall_seconds * STARVED_CAP
+                and clock.awake(now) < limits.test_wall_seconds):
+            raise _Starved(self.starved(clock, now))
 
     def internal(self, message: str) -> RunOutcome:
         self.channel.kill()
@@ -367,10 +448,13 @@ class _Run:
         # kernel's count of the group differ by some milliseconds): what decides a time
         # limit is this side's count, and a harness that stops a call lets it end cleanly.
         alarms = (job.limits.test_seconds + self.transfer_allowance,
-                  job.limits.test_wall_seconds)
+                  job.limits.test_wall_seconds * STARVED_CAP)
         self.send(LoadMessage(code=job.code, entry_point=job.entry_point, limits=job.limits,
                               tests=len(job.tests), alarms=alarms))
-        return self.load(clock)
+        try:
+            return self.load(clock)
+        except _Starved as exc:
+            return self.internal(str(exc))
 
     def send(self, message: LoadMessage | TestMessage) -> None:
         self.channel.send(message.model_dump_json().encode() + b"\n")
@@ -383,14 +467,15 @@ class _Run:
         limit = self.limits.test_seconds
         overrun = None
         try:
-            event = self.await_event(t0 + self.limits.test_wall_seconds + self.grace, clock,
-                                     limit, total=False)
+            event = self.await_event(clock, limit, total=False)
         except _Violation:
             event = InterferedEvent(event="interfered")
         except _Overrun as exc:
             event, overrun = TIMEOUT, exc
         load_ms = (time.monotonic() - t0) * 1000
         load_cpu_ms = clock.read() * 1000
+        if isinstance(event, LoadTimeoutEvent):
+            self.alarm_was_the_cap(clock, load_cpu_ms / 1000)
         info = self.channel.exit_info() if event is EOF else None
         if clock.memory_struck() or (info is not None and info.oom_killed):
             self.channel.kill()
@@ -414,7 +499,9 @@ class _Run:
                                 load_ms=load_ms, load_cpu_ms=load_cpu_ms)
         if isinstance(event, LoadTimeoutEvent) or event is TIMEOUT:
             stdout = event.stdout if isinstance(event, LoadTimeoutEvent) else ""
-            if overrun is not None and overrun.kind == "wall":
+            if overrun is not None and overrun.kind == "wall" or (
+                    isinstance(event, LoadTimeoutEvent)
+                    and load_cpu_ms <= (limit + self.transfer_allowance) * 1000):
                 why = (f"loading the submission took over {self.limits.test_wall_seconds:g} s "
                        f"of wall-clock time (it slept or waited)")
             else:
@@ -444,8 +531,7 @@ class _Run:
 
     def tests(self, **load: Any) -> RunOutcome:
         runs: list[TestRun] = []
-        t0 = time.monotonic()
-        self.total_wall_deadline = t0 + self.limits.total_wall_seconds + self.grace
+        t0 = self.tests_began = time.monotonic()
         for position, test in enumerate(self.job.tests):
             run = self.one_test(test)
             runs.append(run)
@@ -473,7 +559,7 @@ class _Run:
             why = f"the test used over {limits.test_seconds:g} s of CPU time"
         elif exc.kind == "total":
             why = f"the total CPU time limit of {limits.total_seconds:g} s was reached"
-        elif time.monotonic() >= self.total_wall_deadline:
+        elif exc.kind == "total_wall":
             why = (f"the total wall-clock limit of {limits.total_wall_seconds:g} s was "
                    "reached (the submission slept or waited)")
         else:
@@ -483,28 +569,32 @@ class _Run:
 
     def one_test(self, test: JobTest) -> TestRun:
         index = test.index
-        wall = self.limits.test_wall_seconds + self.grace
         clock = _Clock(self.channel)
         self.send(TestMessage(index=index, args=test.args, kinds=test.kinds))
         t0 = time.monotonic()
         try:
-            start = self.await_event(min(t0 + wall, self.total_wall_deadline), clock,
-                                     self.limits.test_seconds, total=True)
+            return self.one_test_timed(test, clock, t0)
+        finally:
+            self.starved_before += clock.starved
+
+    def one_test_timed(self, test: JobTest, clock: _Clock, t0: float) -> TestRun:
+        index = test.index
+        try:
+            start = self.await_event(clock, self.limits.test_seconds, total=True)
             if not isinstance(start, StartEvent) or start.index != index:
                 return self.unexpected(index, start, 0.0, clock.read())
             # The wall clock starts at the start line; the CPU clock ran from the moment
             # the input went in, while the harness idled: whatever the harness did after
             # reading it counts (the transfer allowance covers its decoding).
             t0 = time.monotonic()
-            event = self.await_event(min(t0 + wall, self.total_wall_deadline), clock,
-                                     self.limits.test_seconds, total=True)
+            event = self.await_event(clock, self.limits.test_seconds, total=True)
             elapsed = (time.monotonic() - t0) * 1000
         except _Violation:
             return self.stop(index, "interfered", INTERFERED, cpu_ms=clock.read() * 1000)
         except _Overrun as exc:
             return self.overrun(index, exc, (time.monotonic() - t0) * 1000)
         if isinstance(event, ResultEvent) and event.index == index:
-            run = self.result(test, event, elapsed, clock.read())
+            run = self.result(test, event, elapsed, clock)
             if clock.memory_struck() and run.status != "memory":
                 # The harness lived on, but the memory limit killed one of the processes
                 # the call started: the call went over the limit all the same.
@@ -514,9 +604,12 @@ class _Run:
             return run
         return self.unexpected(index, event, elapsed, clock.read())
 
-    def result(self, test: JobTest, event: ResultEvent, elapsed: float, cpu: float) -> TestRun:
+    def result(self, test: JobTest, event: ResultEvent, elapsed: float, clock: _Clock) -> TestRun:
         """The harness's result, timed by our clocks; a hidden test's texts dropped."""
         limits = self.limits
+        cpu = clock.read()
+        if event.status == "timeout":
+            self.alarm_was_the_cap(clock, cpu)
         fields = event.model_dump(exclude={"event"})
         if test.hidden:  # only what the judge needs: no output, no error text
             fields.update(stdout="", stderr="", error=None, message="")
@@ -534,9 +627,15 @@ class _Run:
             if update:
                 run = run.model_copy(update={"status": "timeout", "value": None, **update})
         elif run.status == "timeout" and not test.hidden:  # the harness's own alarm
-            run = run.model_copy(update={"message": (
-                f"the test ran over its time limit of {limits.test_seconds:g} s of CPU time "
-                f"({cpu:.2f} s of CPU time, {elapsed / 1000:.2f} s of wall-clock time)")})
+            if cpu - self.transfer_allowance <= limits.test_seconds:
+                message = (f"the test ran over its wall-clock limit of "
+                           f"{limits.test_wall_seconds:g} s with {cpu:.2f} s of CPU time "
+                           "(it slept or waited)")
+            else:
+                message = (f"the test ran over its time limit of {limits.test_seconds:g} s "
+                           f"of CPU time ({cpu:.2f} s of CPU time, {elapsed / 1000:.2f} s of "
+                           "wall-clock time)")
+            run = run.model_copy(update={"message": message})
         if run.status in ("output_limit", "timeout"):
             self.stopped = True  # the harness stops after these; so do we
         return run

@@ -157,6 +157,14 @@ class ChildChannel(QueuedLines):
                 self._kills = own + self.zygote.cgroup.oom_kills()
             return self._kills
 
+    def run_delays(self) -> dict[int, int] | None:
+        with self._group_lock:
+            group = self.group if self.zygote.child_groups else self.zygote.cgroup
+        try:
+            return group.run_delays() if group is not None else None
+        except (OSError, KeyError):
+            return None
+
     def _release_group(self) -> int:
         """Remove the child's own groups (it has ended): how many processes their memory
         limit killed."""

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 import pytest
 
 from judge.catalog import Catalog
+from judge.errors import SandboxUnavailable
 from judge.grading import grade
 from judge.report import VerdictReport
 from judge.sandbox import get_sandbox
@@ -43,6 +44,16 @@ def layout(num_devices, kernel_in, kernel_out):
     return [int(kernel_in), int(kernel_out) // int(num_devices)]
 """
 
+# Asleep ``SECONDS`` on the hidden test with eight devices.
+SLEEPS = """
+import time
+
+def layout(num_devices, kernel_in, kernel_out):
+    if num_devices == 8:
+        time.sleep(SECONDS)
+    return [int(kernel_in), int(kernel_out) // int(num_devices)]
+"""
+
 
 @pytest.fixture(scope="module", params=BACKENDS)
 def sandbox(request: pytest.FixtureRequest, settings: Settings) -> Iterator[Sandbox]:
@@ -62,10 +73,13 @@ def run(sandbox: Sandbox, catalog: Catalog, settings: Settings, code: str,
 
 @pytest.fixture
 def busy_machine() -> Iterator[None]:
-    """Four processes per core spinning beside the judge, for the test's duration."""
+    """Four processes per core spinning beside the judge, for the test's duration. Each
+    in a session of its own: the kernel schedules the processes of one session as one
+    group (autogroups), so spinners started from one shell weigh as one process."""
     import os
 
-    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"],
+                                 start_new_session=True)
                 for _ in range(4 * (os.cpu_count() or 1))]
     try:
         yield
@@ -121,23 +135,13 @@ def test_cpu_time_of_child_processes_counts(sandbox, catalog, settings) -> None:
 def test_sleeping_is_no_cpu_time_until_the_wall_clock_net(sandbox, catalog, settings) -> None:
     # A factor of 2 puts the net at 4 s: 2.5 s asleep is within it (and uses no CPU
     # time), 30 s asleep is not.
-    short = run(sandbox, catalog, settings, """
-        import time
-        def layout(num_devices, kernel_in, kernel_out):
-            if num_devices == 8:
-                time.sleep(2.5)
-            return [int(kernel_in), int(kernel_out) // int(num_devices)]
-    """, wall_time_factor=2.0)
+    short = run(sandbox, catalog, settings, SLEEPS.replace("SECONDS", "2.5"),
+                wall_time_factor=2.0)
     assert short.verdict is Verdict.ACCEPTED, [(t.name, t.message) for t in short.tests]
     eight = next(t for t in short.tests if t.name == "eight")
     assert eight.time_ms >= 2500 and eight.cpu_ms < 1000
-    long = run(sandbox, catalog, settings, """
-        import time
-        def layout(num_devices, kernel_in, kernel_out):
-            if num_devices == 8:
-                time.sleep(30)
-            return [int(kernel_in), int(kernel_out) // int(num_devices)]
-    """, wall_time_factor=2.0)
+    long = run(sandbox, catalog, settings, SLEEPS.replace("SECONDS", "30"),
+               wall_time_factor=2.0)
     eight = next(t for t in long.tests if t.name == "eight")
     assert eight.verdict is Verdict.TIME_LIMIT_EXCEEDED and eight.cpu_ms < 1000
 
@@ -153,3 +157,28 @@ def test_loading_is_held_to_cpu_time_too(sandbox, catalog, settings) -> None:
     assert report.verdict is Verdict.TIME_LIMIT_EXCEEDED
     assert report.message == "loading the submission took over 2 s of CPU time"
     assert report.timings.load_cpu_ms >= 2000
+
+
+def test_a_sandbox_the_busy_host_starves_gets_no_verdict(sandbox, catalog, settings,
+                                                       busy_machine) -> None:
+    # An endless loop, with a wall-clock net as long as its CPU limit (2 s) and so a cap
+    # of 6 s: beside four spinning processes per core it gets about a ninth of the
+    # machine, and spends most of its time runnable, waiting for a CPU the host gives to
+    # others. That time is not on the net, which it never reaches; at the cap the judge
+    # gives up: the host's doing, so no verdict (SandboxUnavailable: the service puts it
+    # back in the queue). The same loop on a machine that lets it run is a time limit
+    # (the tests above); a sleeper beside the same load is one too (its threads wait for
+    # nothing).
+    endless = """
+        def layout(num_devices, kernel_in, kernel_out):
+            if num_devices == 8:
+                while True:
+                    pass
+            return [int(kernel_in), int(kernel_out) // int(num_devices)]
+    """
+    with pytest.raises(SandboxUnavailable, match="the machine was too busy"):
+        run(sandbox, catalog, settings, endless, wall_time_factor=1.0)
+    asleep = run(sandbox, catalog, settings, SLEEPS.replace("SECONDS", "60"),
+                 wall_time_factor=1.0)
+    eight = next(t for t in asleep.tests if t.name == "eight")
+    assert eight.verdict is Verdict.TIME_LIMIT_EXCEEDED

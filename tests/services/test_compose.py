@@ -65,8 +65,8 @@ def test_compose_has_every_part_with_health_checks(services: dict[str, Any]) -> 
 def test_every_grading_worker_grades_in_the_zygote_sandbox(
         services: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
     """The settings each grading worker reads from its environment, parsed as the worker
-    parses them: the zygote sandbox with its profile mounted, and grading without
-    isolation never allowed."""
+    parses them: the zygote sandbox with its profile mounted, the host's control groups
+    mounted where it reads them, and grading without isolation never allowed."""
     graders = [name for name, service in services.items() if grades(service)]
     assert graders == ["worker"]
     for name, service in services.items():
@@ -86,3 +86,7 @@ def test_every_grading_worker_grades_in_the_zygote_sandbox(
         profile = str(judge.docker_seccomp_profile)
         assert f"./var/zygote-seccomp.json:{profile}:ro" in service["volumes"]
         assert judge.docker_host == "unix:///var/run/docker.sock"
+        # The host's control groups, where it reads the sandboxes' CPU time; from its own
+        # PID namespace, children are accounted in their containers' groups.
+        assert f"/sys/fs/cgroup:{judge.cgroup_root}:ro" in service["volumes"]
+        assert judge.zygote_accounting == "container"

@@ -18,6 +18,7 @@ import pytest
 from judge.errors import SandboxUnavailable
 from judge.harness import HARNESS_VERSION
 from judge.harness.codec import encode
+from judge.sandbox import supervisor
 from judge.sandbox.protocol import Job, JobTest, Limits, LoadMessage, RunOutcome, TestMessage
 from judge.sandbox.supervisor import (
     EOF,
@@ -72,6 +73,15 @@ class Burn:
         self.seconds = seconds
 
 
+class Starve:
+    """Script item: nothing arrives, each wait takes its whole timeout, and two of the
+    sandbox's threads spend ``share`` of it waiting for a CPU the host gives others;
+    for ``seconds`` (then the next item comes), or for ever."""
+
+    def __init__(self, seconds: float | None = None, share: float = 1.0) -> None:
+        self.seconds, self.share = seconds, share
+
+
 class Oom:
     """Script item: the memory limit kills one of the sandbox's processes (the harness
     lives on; then the next item comes)."""
@@ -90,6 +100,7 @@ class ScriptedChannel:
                  diagnostics: str = "harness diagnostics") -> None:
         self.cpu = 0.0
         self.kills = 0
+        self.delays: dict[int, int] = {100: 7}
         self.admitted_after: list[int] = []  # lines read when admit() was called
         self.script = list(script)
         self.exit = exit
@@ -114,6 +125,19 @@ class ScriptedChannel:
         self.lines_read += 1
         if not self.script:
             return EOF
+        if isinstance(self.script[0], Starve):
+            starve = self.script[0]
+            wait = timeout if starve.seconds is None else min(timeout, starve.seconds)
+            time.sleep(wait)
+            for tid in (101, 102):
+                self.delays[tid] = self.delays.get(tid, 0) + int(wait * starve.share * 1e9)
+            if starve.seconds is not None:
+                self.script[0] = Starve(starve.seconds - wait, starve.share)
+                if starve.seconds - wait <= 0:
+                    self.script.pop(0)
+                    self.lines_read -= 1
+                    return self.read_line(max(timeout - wait, 0.0))
+            return TIMEOUT
         if isinstance(self.script[0], Sleep):
             time.sleep(timeout)
             return TIMEOUT
@@ -159,6 +183,9 @@ class ScriptedChannel:
 
     def oom_kills(self) -> int:
         return self.kills
+
+    def run_delays(self) -> dict[int, int]:
+        return dict(self.delays)
 
     def admit(self) -> None:
         self.admitted_after.append(self.lines_read)
@@ -228,7 +255,7 @@ def test_a_normal_run() -> None:
     job = make_job()
     load = LoadMessage.model_validate_json(channel.sent[0])
     assert load == LoadMessage(code=job.code, entry_point="f", limits=LIMITS, tests=3,
-                               alarms=(2.25, 6.0))
+                               alarms=(2.25, 18.0))
     tests = [TestMessage.model_validate_json(m) for m in channel.sent[1:]]
     assert tests == [TestMessage(index=t.index, args=t.args, kinds=t.kinds) for t in job.tests]
     assert b"hidden" not in b"".join(channel.sent) and b"submission-42" not in channel.sent[0]
@@ -327,9 +354,15 @@ def test_compile_error() -> None:
 
 
 def test_load_timeout_event() -> None:
-    outcome, _ = run([READY, {"event": "load_timeout", "time_ms": 2000.0, "stdout": "slow\n"}])
+    # The harness's alarm, after its CPU time ran out; then after its wall clock did.
+    event = {"event": "load_timeout", "time_ms": 2000.0, "stdout": "slow\n"}
+    outcome, _ = run([READY, Burn(2.3), event])
     assert outcome.status == "load_timeout"
     assert outcome.message == "loading the submission took over 2 s of CPU time"
+    outcome, _ = run([READY, Burn(0.1), event])
+    assert outcome.status == "load_timeout"
+    assert outcome.message == ("loading the submission took over 6 s of wall-clock time "
+                               "(it slept or waited)")
     assert outcome.load_stdout == "slow\n"
     assert statuses(outcome) == ["not_run"] * 3
 
@@ -584,12 +617,18 @@ def test_harness_timeout_result_stops_the_run() -> None:
     # The harness sends a "timeout" result, stops, and sends "done" (runner.py: `if status
     # in ("output_limit", "timeout"): break`). The tests after it were not run; they are
     # not crashed, and "done" does not mean the channel was corrupted.
-    outcome, _ = run([READY, LOADED, *case(0), start(1), Burn(2.0),
+    outcome, _ = run([READY, LOADED, *case(0), start(1), Burn(2.3),
                       result(1, status="timeout", time_ms=2001.0), DONE], n=4)
     assert statuses(outcome) == ["ok", "timeout", "not_run", "not_run"]
     assert [t.cause for t in outcome.tests[2:]] == ["timeout", "timeout"]
     assert outcome.tests[1].message.startswith(
-        "the test ran over its time limit of 2 s of CPU time (2.00 s of CPU time")
+        "the test ran over its time limit of 2 s of CPU time (2.30 s of CPU time")
+    # Its wall-clock alarm, with CPU time to spare: the net, said as such.
+    outcome, _ = run([READY, LOADED, start(0), Burn(0.5),
+                      result(0, status="timeout", time_ms=6001.0), DONE], n=1)
+    assert statuses(outcome) == ["timeout"]
+    assert outcome.tests[0].message == ("the test ran over its wall-clock limit of 6 s with "
+                                        "0.50 s of CPU time (it slept or waited)")
 
 
 def test_silence_during_a_test_is_a_timeout_at_the_wall_clock_limit() -> None:
@@ -601,6 +640,45 @@ def test_silence_during_a_test_is_a_timeout_at_the_wall_clock_limit() -> None:
                                         "with 0.00 s of CPU time (it slept or waited)")
     assert outcome.tests[1].time_ms >= 145
     assert outcome.tests[2].cause == "timeout"
+
+
+@pytest.fixture
+def watch_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """CPU waits read from a phase's start (the judge: after its first quarter of a second)."""
+    monkeypatch.setattr(supervisor, "WATCH_AFTER_SECONDS", 0.0)
+
+
+def test_time_the_host_kept_the_sandbox_waiting_is_not_on_the_wall_clock_net(
+        watch_at_once) -> None:
+    # 0.3 s by the clock against a 0.2 s net, but the host kept the sandbox's threads
+    # waiting for a CPU 90 % of it: 0.03 s awake, within the net.
+    limits = LIMITS.model_copy(update={"test_seconds": 0.05, "test_wall_seconds": 0.2})
+    outcome, _ = run([READY, LOADED, start(0), Starve(0.3, share=0.9), result(0), DONE],
+                     n=1, limits=limits, grace=0.0, transfer_allowance=0.0)
+    assert statuses(outcome) == ["ok"] and outcome.tests[0].time_ms >= 300
+
+
+def test_a_sandbox_starved_until_the_cap_gets_no_verdict(watch_at_once) -> None:
+    # Nothing arrives, and the sandbox's threads spend all the wait runnable, waiting for
+    # a CPU: the net is never reached, and at the cap (3 x the net) the judge gives up.
+    # That is the busy host's doing: no verdict (an internal error: the caller retries).
+    limits = LIMITS.model_copy(update={"test_seconds": 0.05, "test_wall_seconds": 0.1})
+    outcome, channel = run([READY, LOADED, *case(0), start(1), Starve()], limits=limits,
+                           grace=0.0)
+    assert outcome.status == "internal_error"
+    assert outcome.message.startswith("the machine was too busy: the sandbox waited for a "
+                                      "CPU"), outcome.message
+    assert channel.kills >= 1
+    # Loading too.
+    outcome, _ = run([READY, Starve()], limits=limits, grace=0.0)
+    assert outcome.status == "internal_error" and "too busy" in outcome.message
+    # Half of the time awake: the net is reached before the cap, a time limit.
+    outcome, _ = run([READY, LOADED, start(0), Starve(share=0.5)], n=1, limits=limits,
+                     grace=0.0)
+    assert statuses(outcome) == ["timeout"]
+    # A sandbox that sleeps (its threads wait for nothing) is a time limit, as before.
+    outcome, _ = run([READY, LOADED, start(0), SLEEP], n=1, limits=limits, grace=0.0)
+    assert statuses(outcome) == ["timeout"]
 
 
 def test_the_total_wall_clock_limit() -> None:
