@@ -99,10 +99,12 @@ class ServiceSettings(BaseSettings):
         "each keeps its own zygote).",
     )
     soft_time_limit_seconds: float = Field(
-        default=900.0, gt=0, description="A grading past this becomes an internal_error verdict."
+        default=1800.0, gt=0, description="A grading past this becomes an internal_error "
+        "verdict. Above the longest a problem's run may take: its total wall-clock net, or up "
+        "to 5 times that on a host so busy that it keeps the sandbox waiting for a CPU."
     )
     time_limit_seconds: float = Field(
-        default=960.0, gt=0, description="Hard limit: the grading process is killed."
+        default=1860.0, gt=0, description="Hard limit: the grading process is killed."
     )
     visibility_timeout_seconds: int = Field(
         default=7200, gt=0, description="Redis redelivers an unacknowledged task after this; "

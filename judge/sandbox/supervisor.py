@@ -265,7 +265,7 @@ def supervise(channel: Channel, job: Job, *, startup_seconds: float, grace: floa
 
 
 WATCH_AFTER_SECONDS = 0.25  # a phase this long by the clock: its CPU waits are read too
-STARVED_CAP = 3.0  # the wall clock may run this many times the net before giving up
+STARVED_CAP = 5.0  # the wall clock may run this many times the net before giving up
 
 
 class _Clock:

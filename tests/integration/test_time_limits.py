@@ -9,6 +9,8 @@ demo/layout's limits: 2 s of CPU time per test, 6 s in all; the wall-clock nets 
 
 from __future__ import annotations
 
+import contextlib
+import os
 import subprocess
 import sys
 import textwrap
@@ -71,16 +73,14 @@ def run(sandbox: Sandbox, catalog: Catalog, settings: Settings, code: str,
                  settings=settings.model_copy(update={"wall_time_factor": 20.0, **update}))
 
 
-@pytest.fixture
-def busy_machine() -> Iterator[None]:
-    """Four processes per core spinning beside the judge, for the test's duration. Each
-    in a session of its own: the kernel schedules the processes of one session as one
-    group (autogroups), so spinners started from one shell weigh as one process."""
-    import os
-
+@contextlib.contextmanager
+def spinning(per_core: int) -> Iterator[None]:
+    """``per_core`` processes per core spinning beside the judge. Each in a session of its
+    own: the kernel schedules the processes of one session as one group (autogroups), so
+    spinners started from one shell weigh as one process."""
     spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"],
                                  start_new_session=True)
-                for _ in range(4 * (os.cpu_count() or 1))]
+                for _ in range(per_core * (os.cpu_count() or 1))]
     try:
         yield
     finally:
@@ -88,6 +88,13 @@ def busy_machine() -> Iterator[None]:
             proc.kill()
         for proc in spinners:
             proc.wait()
+
+
+@pytest.fixture
+def busy_machine() -> Iterator[None]:
+    """Four processes per core spinning beside the judge, for the test's duration."""
+    with spinning(4):
+        yield
 
 
 def test_a_correct_submission_is_accepted_on_a_busy_machine(sandbox, catalog, settings,
@@ -159,16 +166,15 @@ def test_loading_is_held_to_cpu_time_too(sandbox, catalog, settings) -> None:
     assert report.timings.load_cpu_ms >= 2000
 
 
-def test_a_sandbox_the_busy_host_starves_gets_no_verdict(sandbox, catalog, settings,
-                                                       busy_machine) -> None:
+def test_a_sandbox_the_busy_host_starves_gets_no_verdict(sandbox, catalog, settings) -> None:
     # An endless loop, with a wall-clock net as long as its CPU limit (2 s) and so a cap
-    # of 6 s: beside four spinning processes per core it gets about a ninth of the
-    # machine, and spends most of its time runnable, waiting for a CPU the host gives to
-    # others. That time is not on the net, which it never reaches; at the cap the judge
-    # gives up: the host's doing, so no verdict (SandboxUnavailable: the service puts it
-    # back in the queue). The same loop on a machine that lets it run is a time limit
-    # (the tests above); a sleeper beside the same load is one too (its threads wait for
-    # nothing).
+    # of 10 s: beside eight spinning processes per core it gets about a tenth of a core,
+    # and spends most of its time runnable, waiting for a CPU the host gives to others.
+    # That time is not on the net, which it never reaches, nor is its CPU limit before
+    # the cap; at the cap the judge gives up: the host's doing, so no verdict
+    # (SandboxUnavailable: the service puts it back in the queue). The same loop on a
+    # machine that lets it run is a time limit (the tests above); a sleeper beside the
+    # same load is one too (its threads wait for nothing).
     endless = """
         def layout(num_devices, kernel_in, kernel_out):
             if num_devices == 8:
@@ -176,9 +182,10 @@ def test_a_sandbox_the_busy_host_starves_gets_no_verdict(sandbox, catalog, setti
                     pass
             return [int(kernel_in), int(kernel_out) // int(num_devices)]
     """
-    with pytest.raises(SandboxUnavailable, match="the machine was too busy"):
-        run(sandbox, catalog, settings, endless, wall_time_factor=1.0)
-    asleep = run(sandbox, catalog, settings, SLEEPS.replace("SECONDS", "60"),
-                 wall_time_factor=1.0)
+    with spinning(8):
+        with pytest.raises(SandboxUnavailable, match="the machine was too busy"):
+            run(sandbox, catalog, settings, endless, wall_time_factor=1.0)
+        asleep = run(sandbox, catalog, settings, SLEEPS.replace("SECONDS", "60"),
+                     wall_time_factor=1.0)
     eight = next(t for t in asleep.tests if t.name == "eight")
     assert eight.verdict is Verdict.TIME_LIMIT_EXCEEDED

@@ -255,7 +255,7 @@ def test_a_normal_run() -> None:
     job = make_job()
     load = LoadMessage.model_validate_json(channel.sent[0])
     assert load == LoadMessage(code=job.code, entry_point="f", limits=LIMITS, tests=3,
-                               alarms=(2.25, 18.0))
+                               alarms=(2.25, 30.0))
     tests = [TestMessage.model_validate_json(m) for m in channel.sent[1:]]
     assert tests == [TestMessage(index=t.index, args=t.args, kinds=t.kinds) for t in job.tests]
     assert b"hidden" not in b"".join(channel.sent) and b"submission-42" not in channel.sent[0]
@@ -660,7 +660,7 @@ def test_time_the_host_kept_the_sandbox_waiting_is_not_on_the_wall_clock_net(
 
 def test_a_sandbox_starved_until_the_cap_gets_no_verdict(watch_at_once) -> None:
     # Nothing arrives, and the sandbox's threads spend all the wait runnable, waiting for
-    # a CPU: the net is never reached, and at the cap (3 x the net) the judge gives up.
+    # a CPU: the net is never reached, and at the cap (5 x the net) the judge gives up.
     # That is the busy host's doing: no verdict (an internal error: the caller retries).
     limits = LIMITS.model_copy(update={"test_seconds": 0.05, "test_wall_seconds": 0.1})
     outcome, channel = run([READY, LOADED, *case(0), start(1), Starve()], limits=limits,
