@@ -11,12 +11,14 @@ from importlib.metadata import version
 
 from judge.errors import ProblemError
 from judge.generate import generate
-from judge.grading import make_job
+from judge.grading import ProbeRun, run_with_probes
 from judge.harness import HARNESS_VERSION
+from judge.probes import StoredProbe, program_value, shapes_only
 from judge.problem import Problem
 from judge.sandbox.base import Sandbox
 from judge.settings import Settings
 from judge.testdata import Manifest, StoredTest, write_tests
+from judge.values import ListValue
 
 
 def build(problem: Problem, *, sandbox: Sandbox, settings: Settings) -> Manifest:
@@ -25,13 +27,14 @@ def build(problem: Problem, *, sandbox: Sandbox, settings: Settings) -> Manifest
     except OSError as exc:
         raise ProblemError(f"{problem.id}: cannot read the reference solution: {exc}") from None
     inputs = generate(problem)
-    outcome = sandbox.run(make_job(problem, code, [t.args for t in inputs], settings))
+    outcome, probe_runs = run_with_probes(problem, code, [(t.name, t.args) for t in inputs],
+                                          sandbox=sandbox, settings=settings)
     if outcome.status != "completed":
         detail = outcome.message or (outcome.error.message if outcome.error else "")
         raise ProblemError(f"{problem.id}: the reference solution failed ({outcome.status}): "
                            f"{detail}\n{outcome.harness_stderr[-2000:]}".rstrip())
     stored = []
-    for test, run in zip(inputs, outcome.tests, strict=True):
+    for i, (test, run) in enumerate(zip(inputs, outcome.tests, strict=True)):
         if run.status != "ok" or run.value is None:
             why = run.error.message if run.error else run.message
             raise ProblemError(
@@ -39,7 +42,35 @@ def build(problem: Problem, *, sandbox: Sandbox, settings: Settings) -> Manifest
                 f"{test.name!r}: {why}"
             )
         stored.append(StoredTest(name=test.name, visibility=test.visibility,
-                                 points=test.points, args=test.args, expected=run.value))
+                                 points=test.points, args=test.args, expected=run.value,
+                                 probes=_probes(problem, test.name, probe_runs.get(i, []))))
     return write_tests(problem, stored, {
         "harness": HARNESS_VERSION, "jax": version("jax"), "flax": version("flax"),
     })
+
+
+def _probes(problem: Problem, test: str, runs: list[ProbeRun]) -> dict[str, StoredProbe]:
+    """The reference's program's results for each probe on one test; every probe must
+    trace, compile and run, or nothing is written."""
+    stored = {}
+    for run in runs:
+        export, program = run.export, run.program
+        where = f"{problem.id}: probe {run.probe.name!r} on test {test!r}"
+        if export.status != "ok" or export.exported is None:
+            why = export.error.message if export.error else export.message
+            raise ProblemError(f"{where}: the reference could not be traced "
+                               f"({export.status}): {why}")
+        if program is None or program.status != "ok" or not isinstance(program.value,
+                                                                         ListValue):
+            why = "" if program is None else (program.error.message if program.error
+                                               else program.message)
+            status = "not run" if program is None else program.status
+            raise ProblemError(f"{where}: the reference's program failed ({status}): {why}")
+        value = program_value(export.exported.paths, program.value.items)
+        if run.probe.transform == "eval_shape":
+            value = shapes_only(value)
+        stored[run.probe.name] = StoredProbe(
+            expected=value if run.probe.values else None,
+            memory=program.facts.memory if program.facts is not None else None,
+            flops=program.facts.flops if program.facts is not None else None)
+    return stored

@@ -12,18 +12,29 @@ the caller retries or reports them.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
+from typing import Any
 
-from judge import __version__
-from judge.checkers import Checker
+from judge import __version__, probes
+from judge.checkers import Checker, CheckResult
 from judge.errors import ProblemError, SandboxUnavailable, SubmissionRejected
+from judge.probes import ProbeSpec
 from judge.problem import Problem
 from judge.report import TestResult, Timings, VerdictReport
 from judge.sandbox.base import Sandbox
-from judge.sandbox.protocol import ErrorInfo, Job, JobTest, RunOutcome, TestRun, TestStatus
+from judge.sandbox.protocol import (
+    ErrorInfo,
+    Job,
+    JobTest,
+    ProgramRequest,
+    RunOutcome,
+    TestRun,
+    TestStatus,
+)
 from judge.sandbox.supervisor import INTERFERED
 from judge.settings import Settings
 from judge.testdata import StoredTest, load_tests
-from judge.values import render, render_input
+from judge.values import ListValue, render, render_input
 from judge.verdict import Verdict, overall
 
 STATUS_VERDICT: dict[str, Verdict] = {
@@ -74,19 +85,86 @@ def make_job(problem: Problem, code: str, inputs: list[dict[str, dict]], setting
     )
 
 
-def grade(problem: Problem, code: str, *, sandbox: Sandbox, settings: Settings,
-          label: str = "") -> VerdictReport:
-    """Grade ``code`` against every stored test of ``problem``."""
-    started = time.monotonic()
-    tests = load_tests(problem)
-    job = make_job(problem, code, [t.args for t in tests], settings, label,
-                   hidden=[t.visibility == "hidden" for t in tests])
+@dataclass(frozen=True)
+class ProbeRun:
+    """One probe on one test: the export in the submission's sandbox, and the compiled
+    program's run in the clean one (None when the export did not produce a program)."""
+
+    probe: ProbeSpec
+    export: TestRun
+    program: TestRun | None = None
+
+
+def run_with_probes(problem: Problem, code: str, tests: list[tuple[str, dict[str, dict]]], *,
+                    sandbox: Sandbox, settings: Settings, label: str = "",
+                    hidden: list[bool] | None = None
+                    ) -> tuple[RunOutcome, dict[int, list[ProbeRun]]]:
+    """Run ``code`` on ``tests`` (name, inputs) and, for each probe of each test, export
+    the entry point in the same sandbox and compile and run the program in a clean one
+    (judge.probes). Raises SandboxUnavailable when a sandbox itself failed."""
+    hidden = hidden or [False] * len(tests)
+    job = make_job(problem, code, [args for _, args in tests], settings, label, hidden)
+    arg_names = [a.name for a in problem.spec.entry_point.args]
+    kinds: list[str] = [a.type for a in problem.spec.entry_point.args]
+    slots: list[tuple[int, JobTest, ProbeSpec, ProgramRequest, list[dict], list[str]]] = []
+    ordered: list[JobTest] = []
+    for i, (test, (name, args)) in enumerate(zip(job.tests, tests, strict=True)):
+        ordered.append(test)
+        for probe in problem.probes_for(name):
+            try:
+                export, export_args, program, values, value_kinds = probes.requests(
+                    probe, arg_names, kinds, args)
+            except ValueError as exc:
+                raise ProblemError(f"{problem.id}: {exc}") from None
+            slot = JobTest(index=len(tests) + len(slots), args=export_args,
+                           kinds=kinds, hidden=test.hidden, export=export)  # type: ignore[arg-type]
+            ordered.append(slot)
+            slots.append((i, slot, probe, program, values, value_kinds))
+    if slots:
+        job = job.model_copy(update={"tests": ordered})
     outcome = sandbox.run(job)
     if outcome.status == "internal_error":
         # The harness never got as far as the submission (it did not start, or answered
         # as another version): the sandbox is broken, not the submission. No verdict.
         raise SandboxUnavailable(f"the {sandbox.name} sandbox failed: {outcome.message}")
-    report = judge_outcome(problem.id, problem.version, tests, outcome, problem.checker, settings)
+    runs = {r.index: r for r in outcome.tests}
+    outcome = outcome.model_copy(update={"tests": [r for r in outcome.tests
+                                                   if r.index < len(tests)]})
+    programs = []
+    for position, (_, slot, _, program, values, value_kinds) in enumerate(slots):
+        exported = runs.get(slot.index)
+        if exported is not None and exported.status == "ok" and exported.exported is not None:
+            request = program.model_copy(update={"program": exported.exported.program})
+            programs.append(JobTest(index=position, args=values, kinds=value_kinds,  # type: ignore[arg-type]
+                                    hidden=slot.hidden, program=request))
+    ran: dict[int, TestRun] = {}
+    if programs:
+        clean = Job(code="", entry_point="", tests=programs, limits=job.limits,
+                    label=f"{label}-programs" if label else "programs", mode="programs")
+        result = sandbox.run(clean)
+        if result.status != "completed":
+            # No submission code ran there: whatever went wrong is the judge's.
+            raise SandboxUnavailable(f"the {sandbox.name} sandbox failed to run the "
+                                     f"compiled programs: {result.status} {result.message}")
+        ran = {r.index: r for r in result.tests}
+    found: dict[int, list[ProbeRun]] = {}
+    for position, (i, slot, probe, *_rest) in enumerate(slots):
+        export_run = runs.get(slot.index) or TestRun(index=slot.index, status="not_run",
+                                                     message="not run")
+        found.setdefault(i, []).append(ProbeRun(probe, export_run, ran.get(position)))
+    return outcome, found
+
+
+def grade(problem: Problem, code: str, *, sandbox: Sandbox, settings: Settings,
+          label: str = "") -> VerdictReport:
+    """Grade ``code`` against every stored test of ``problem``."""
+    started = time.monotonic()
+    tests = load_tests(problem)
+    outcome, probe_runs = run_with_probes(
+        problem, code, [(t.name, t.args) for t in tests], sandbox=sandbox, settings=settings,
+        label=label, hidden=[t.visibility == "hidden" for t in tests])
+    report = judge_outcome(problem.id, problem.version, tests, outcome, problem.checker, settings,
+                           probe_runs)
     timings = report.timings.model_copy(update={"total_ms": (time.monotonic() - started) * 1000})
     return report.model_copy(update={"sandbox": sandbox.name, "timings": timings})
 
@@ -146,13 +224,78 @@ def _sample_message(run: TestRun) -> str:
     return run.message or HIDDEN_MESSAGES.get(run.status, run.status)
 
 
-def _judge_test(test: StoredTest, run: TestRun, checker: Checker) -> TestResult:
+def _judge_probe(test: StoredTest, probe_run: ProbeRun, checker: Checker,
+                 mesh: tuple[list[str], list[int]] | None) -> tuple[Verdict, str] | None:
+    """A probe's verdict on a test whose value passed: None if the probe passes."""
+    sample = test.visibility == "sample"
+    probe, export, program = probe_run.probe, probe_run.export, probe_run.program
+    said = f"probe {probe.name!r}: "
+
+    def failed(result: CheckResult) -> tuple[Verdict, str]:
+        return Verdict.WRONG_ANSWER, said + (result.detail if sample else result.reason)
+
+    if export.status == "error":
+        detail = "the judge could not trace your function with jax.jit as one program: " + \
+            _error_text(export.error)
+        return failed(CheckResult(False, probes.REASONS["untraceable"], detail))
+    if export.status != "ok":
+        return _test_verdict(export), said + (
+            _sample_message(export) if sample and export.status != "not_run" else
+            HIDDEN_MESSAGES.get(export.status, export.message or "the test failed"))
+    if program is None:
+        return Verdict.INTERNAL_ERROR, said + "the judge failed: the program was not run"
+    if program.status == "refused":
+        return failed(CheckResult(False, probes.REASONS["refused"], program.message))
+    if program.status in ("error", "crashed"):
+        detail = _error_text(program.error) if program.error else program.message
+        return failed(CheckResult(False, probes.REASONS["failed"],
+                                  f"your compiled program failed on the test's inputs: {detail}"))
+    if program.status != "ok" or program.value is None:
+        return _test_verdict(program), said + (
+            program.message if sample and program.message else
+            HIDDEN_MESSAGES.get(program.status, "the test failed"))
+    stored = test.probes.get(probe.name)
+    if probe.values:
+        if stored is None or stored.expected is None or export.exported is None \
+                or not isinstance(program.value, ListValue) \
+                or len(program.value.items) != len(export.exported.paths):
+            result = CheckResult(False, probes.REASONS["values"],
+                                 "the compiled program's outputs do not match the function's "
+                                 "output tree" if stored is not None else
+                                 "the reference's result is not stored: rebuild the problem")
+            return failed(result)
+        received: Any = probes.program_value(export.exported.paths, program.value.items)
+        if probe.transform == "eval_shape":
+            received = probes.shapes_only(received)
+        result = probe.checker_for(checker).check(probes.without_unit_axes(stored.expected),
+                                                  probes.without_unit_axes(received))
+        if not result.passed:
+            return failed(CheckResult(False, probes.REASONS["values"],
+                                      "the compiled program's results: " + result.detail))
+    if program.facts is not None:
+        result = probes.check_facts(probe, program.facts, mesh, stored)
+        if not result.passed:
+            return failed(result)
+    return None
+
+
+def _judge_test(test: StoredTest, run: TestRun, checker: Checker,
+                probe_runs: list[ProbeRun] | None = None) -> TestResult:
     sample = test.visibility == "sample"
     verdict: Verdict
     if run.status == "ok" and run.value is not None:
         result = checker.check(test.expected, run.value)
         verdict = Verdict.ACCEPTED if result.passed else Verdict.WRONG_ANSWER
         message = "" if result.passed else (result.detail if sample else result.reason)
+        for probe_run in (probe_runs or []) if result.passed else []:
+            try:
+                mesh = probes.mesh_of(probe_run.probe, test.args)
+            except ValueError as exc:
+                raise ProblemError(str(exc)) from None
+            found = _judge_probe(test, probe_run, checker, mesh)
+            if found is not None:
+                verdict, message = found
+                break
     elif run.status == "not_run":
         verdict, message = _test_verdict(run), run.message
     else:
@@ -187,7 +330,8 @@ def _capped(text: str, limit: int) -> str:
 
 
 def judge_outcome(problem_id: str, version: str, tests: list[StoredTest], outcome: RunOutcome,
-                  checker: Checker, settings: Settings) -> VerdictReport:
+                  checker: Checker, settings: Settings,
+                  probe_runs: dict[int, list[ProbeRun]] | None = None) -> VerdictReport:
     """Turn a sandbox's outcome into the report. Pure: no I/O, no sandbox."""
     message = ""
     runs = {r.index: r for r in outcome.tests}
@@ -215,7 +359,9 @@ def judge_outcome(problem_id: str, version: str, tests: list[StoredTest], outcom
         results = [_uniform(t, Verdict.INTERNAL_ERROR, "not run: the judge failed")
                    for t in tests]
     else:
-        results = [_judge_test(t, runs[i], checker) for i, t in enumerate(tests)]
+        probe_runs = probe_runs or {}
+        results = [_judge_test(t, runs[i], checker, probe_runs.get(i))
+                   for i, t in enumerate(tests)]
 
     interfered = outcome.status == "interfered" or any(
         r.status == "interfered" for r in outcome.tests)

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from judge.checkers import Checker, get_checker
 from judge.errors import ConfigError, ProblemError
 from judge.nesting import TooDeep, load_yaml
+from judge.probes import ProbeSpec
 from judge.sandbox.protocol import Limits
 from judge.settings import Settings
 
@@ -98,6 +99,9 @@ class ProblemSpec(_Model):
     checker: CheckerSpec = CheckerSpec()
     reference: str = "reference.py"
     tests: TestsSpec
+    probes: list[ProbeSpec] = Field(default_factory=list, max_length=20, description=(
+        "What the judge checks about the program the entry point compiles to "
+        "(judge.probes; docs/problem-format.md)."))
 
     @model_validator(mode="after")
     def _consistent(self) -> ProblemSpec:
@@ -112,6 +116,23 @@ class ProblemSpec(_Model):
                     f"test {test.name!r} gives args {sorted(test.args)}, "
                     f"the entry point takes {wanted}"
                 )
+        probe_names = [p.name for p in self.probes]
+        if len(set(probe_names)) != len(probe_names):
+            raise ValueError("probe names must be unique")
+        for probe in self.probes:
+            missing = [t for t in probe.tests or [] if t not in names]
+            if missing:
+                raise ValueError(f"probe {probe.name!r} names test {missing[0]!r}, which "
+                                 "does not exist")
+            bad = [n for n in [*probe.static, *probe.in_specs, *probe.in_axes]
+                   if n not in wanted]
+            if probe.mesh is not None and probe.mesh.shape_arg is not None \
+                    and probe.mesh.shape_arg not in probe.static:
+                bad.append(f"{probe.mesh.shape_arg} (the mesh's shape_arg must be static)")
+            if bad:
+                raise ValueError(f"probe {probe.name!r}: the entry point has no argument "
+                                 f"{bad[0]}" if " " not in bad[0] else
+                                 f"probe {probe.name!r}: {bad[0]}")
         return self
 
 
@@ -150,6 +171,9 @@ class Problem:
         except ConfigError as exc:
             raise ProblemError(f"{problem_id}: {exc}") from None
         return problem
+
+    def probes_for(self, test_name: str) -> list[ProbeSpec]:
+        return [p for p in self.spec.probes if p.tests is None or test_name in p.tests]
 
     @cached_property
     def checker(self) -> Checker:

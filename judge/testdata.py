@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from judge.errors import ProblemError
+from judge.probes import StoredProbe
 from judge.values import Value
 
 if TYPE_CHECKING:
@@ -34,6 +35,8 @@ class StoredTest(BaseModel):
     points: float = Field(ge=0)
     args: dict[str, dict[str, Any]] = Field(description="Encoded inputs by argument name.")
     expected: Value
+    probes: dict[str, StoredProbe] = Field(
+        default_factory=dict, description="Each probe's result on the reference's program.")
 
 
 class Manifest(BaseModel):

@@ -22,5 +22,5 @@ The trusted side validates every line against the pydantic models in
 imports numpy, jax and flax (checked by import-linter).
 """
 
-HARNESS_VERSION = "3"
+HARNESS_VERSION = "4"
 PROTOCOL_FD_ENV = "JAXJUDGE_PROTOCOL_FD"

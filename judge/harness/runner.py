@@ -27,7 +27,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-from judge.harness import HARNESS_VERSION, PROTOCOL_FD_ENV
+from judge.harness import HARNESS_VERSION, PROTOCOL_FD_ENV, program
 
 FILENAME = "submission.py"
 MAX_MESSAGE_BYTES = 64 << 20  # one message from the supervisor (a test's inputs)
@@ -98,6 +98,33 @@ class Capture:
             out[f"{name}_bytes"] = size - start
             self.marks[name] = size
         return out
+
+
+class _Done(Exception):
+    """A probe's step finished; its fields are filled in."""
+
+
+def _probe(test: dict[str, Any], entry: Any, clean: bool, fields: dict[str, Any],
+           encode: Any, result_bytes: int, jnp: Any, np: Any) -> None:
+    """One probe step (judge.probes): export the entry point in the submission's sandbox,
+    or compile and run an exported program in a clean one. Nothing else is mixed: a clean
+    run never exports, a submission's run never compiles a program it was handed."""
+    from judge.harness import codec, program
+
+    if clean:
+        if test.get("program") is None:
+            raise program.Refused("a clean run only runs programs")
+        inputs = [_convert(codec.decode_input(a), k, jnp, np)
+                  for a, k in zip(test["args"], test["kinds"], strict=True)]
+        value, facts = program.run(test["program"], inputs, encode, result_bytes // 2,
+                                   result_bytes // 3)
+        fields.update(value=value, facts=facts)
+        return
+    if test.get("export") is None:
+        raise program.Refused("a submission's run does not run programs")
+    args = [a if a.get("t") == "aval" else _convert(codec.decode_input(a), k, jnp, np)
+            for a, k in zip(test["args"], test["kinds"], strict=True)]
+    fields["exported"] = program.export(entry, test["export"], args, result_bytes * 3 // 4)
 
 
 def _alarm(signum: int, frame: Any) -> None:
@@ -281,17 +308,21 @@ def serve(fd: int, t0: float) -> None:
     capture = Capture(int(limits["segment_bytes"]))
 
     code: str = job["code"]
+    clean = job.get("mode") == "programs"  # no submission code: exported programs only
     linecache.cache[FILENAME] = (len(code), None, code.splitlines(True), FILENAME)
     module = types.ModuleType("submission")
     module.__file__ = FILENAME
     sys.modules["submission"] = module
     t_load = time.perf_counter()
+    entry: Any = None
     try:
-        compiled = compile(code, FILENAME, "exec")
-        _timed(test_limits, exec, compiled, module.__dict__)
-        entry = module.__dict__.get(job["entry_point"])
-        if not callable(entry):
-            raise LookupError(f"the submission defines no function named {job['entry_point']!r}")
+        if not clean:
+            compiled = compile(code, FILENAME, "exec")
+            _timed(test_limits, exec, compiled, module.__dict__)
+            entry = module.__dict__.get(job["entry_point"])
+            if not callable(entry):
+                raise LookupError(
+                    f"the submission defines no function named {job['entry_point']!r}")
     except TimeLimit:
         send("load_timeout", time_ms=(time.perf_counter() - t_load) * 1000, **capture.segment())
         os._exit(0)
@@ -320,6 +351,12 @@ def serve(fd: int, t0: float) -> None:
         t = time.perf_counter()
         elapsed = 0.0
         try:
+            if test.get("program") is not None or test.get("export") is not None:
+                t = time.perf_counter()
+                _timed(test_limits, _probe, test, entry, clean, fields, encode, result_bytes,
+                       jnp, np)
+                elapsed = time.perf_counter() - t
+                raise _Done()
             args = [
                 _convert(codec.decode_input(a), k, jnp, np)
                 for a, k in zip(test["args"], test["kinds"], strict=True)
@@ -338,6 +375,10 @@ def serve(fd: int, t0: float) -> None:
             fields["value"] = _timed(
                 test_limits, lambda v=value: encode(v, max_bytes=result_bytes)
             )
+        except _Done:
+            pass
+        except program.Refused as exc:
+            status, fields["message"] = "refused", str(exc)[:MESSAGE_CHARS]
         except TimeLimit:
             status = "timeout"
         except codec.EncodeLimit as exc:

@@ -53,6 +53,37 @@ class Limits(_Model):
 
 
 ArgKind = Literal["float", "int", "array", "numpy", "str", "bool", "any"]
+SpecEntry = str | None | list[str]
+Transform = Literal["jit", "grad", "value_and_grad", "jacobian", "vmap", "eval_shape"]
+
+
+class MeshOnTest(_Model):
+    axes: list[str]
+    shape: list[int]
+
+
+class ExportRequest(_Model):
+    """Trace the entry point under a transformation and export it (judge.probes). The
+    test's args are then static values or abstract ``{"t": "aval"}`` entries."""
+
+    transform: Transform
+    argnums: list[int] = Field(default_factory=list, description="Among the traced args.")
+    in_axes: list[int | None] = Field(default_factory=list)
+    mesh: MeshOnTest | None = None
+    specs: list[list[SpecEntry] | None] | None = Field(
+        default=None, description="Per argument: its PartitionSpec on the mesh.")
+    traced_layout: bool = Field(default=False, description="The abstract inputs carry their "
+                                "NamedSharding on the mesh (else shapes and dtypes only).")
+
+
+class ProgramRequest(_Model):
+    """Compile and run an exported program in a clean sandbox; the test's args are the
+    traced arguments' values."""
+
+    program: str = Field(description="The serialized jax.export program, base64.")
+    transform: Transform
+    mesh: MeshOnTest | None = None
+    specs: list[list[SpecEntry] | None] | None = None
 
 
 class JobTest(_Model):
@@ -62,6 +93,8 @@ class JobTest(_Model):
     hidden: bool = Field(
         default=False, description="Never sent: a hidden test's texts (output, error "
         "messages) are dropped on arrival, and its input goes in only when it starts.")
+    export: ExportRequest | None = None
+    program: ProgramRequest | None = None
 
 
 class Job(_Model):
@@ -73,6 +106,9 @@ class Job(_Model):
     tests: list[JobTest]
     limits: Limits
     label: str = Field(default="", description="Tags the sandbox (submission id).")
+    mode: Literal["submission", "programs"] = Field(
+        default="submission", description="programs: a clean run that loads no code and "
+        "compiles and runs the exported programs its tests carry.")
 
     @model_validator(mode="after")
     def _samples_first(self) -> Job:
@@ -84,6 +120,7 @@ class Job(_Model):
 
 class LoadMessage(_Model):
     op: Literal["load"] = "load"
+    mode: Literal["submission", "programs"] = "submission"
     code: str
     entry_point: str
     limits: Limits
@@ -101,6 +138,8 @@ class TestMessage(_Model):
     index: int
     args: list[dict[str, Any]]
     kinds: list[ArgKind]
+    export: ExportRequest | None = None
+    program: ProgramRequest | None = None
 
 
 # -- what comes out ------------------------------------------------------------------------
@@ -159,19 +198,61 @@ class StartEvent(_Model):
     index: Index
 
 
+Path = Annotated[str, Field(max_length=500)]
+Bytes = Annotated[StrictInt, Field(ge=0, le=MAX_BYTES)]
+DeviceId = Annotated[StrictInt, Field(ge=0, le=1 << 31)]
+
+
+class ExportedProgram(_Model):
+    """An export's result: the program and the key paths of its flat outputs."""
+
+    program: Annotated[str, Field(max_length=1 << 30)]
+    paths: list[Path] = Field(max_length=100_000)
+
+
+class MemoryStats(_Model):
+    """Per device, from a compiled executable's memory analysis."""
+
+    arguments: Bytes
+    outputs: Bytes
+    temporaries: Bytes
+    aliased: Bytes = 0
+
+    def metric(self, name: str) -> int:
+        if name == "total":
+            return self.arguments + self.outputs + self.temporaries - min(
+                self.aliased, self.arguments + self.outputs)
+        return int(getattr(self, name))
+
+
+class ProgramFacts(_Model):
+    """What a clean sandbox read of a compiled program before running it."""
+
+    hlo: Annotated[str, Field(max_length=1 << 30)] = ""
+    memory: MemoryStats | None = None
+    assignment: list[DeviceId] = Field(default_factory=list, max_length=1 << 16)
+    mesh_devices: list[DeviceId] = Field(default_factory=list, max_length=1 << 16)
+    ops: dict[Annotated[str, Field(max_length=100)], Annotated[StrictInt, Field(ge=0)]] = Field(
+        default_factory=dict, max_length=2000)
+    flops: Annotated[StrictInt, Field(ge=0, le=1 << 62)] | None = None
+
+
 class ResultEvent(_Segment):
     event: Literal["result"]
     index: Index
-    status: Literal["ok", "error", "timeout", "memory", "output_limit"]
+    status: Literal["ok", "error", "timeout", "memory", "output_limit", "refused"]
     time_ms: Millis
     value: Value | None = None
+    exported: ExportedProgram | None = None
+    facts: ProgramFacts | None = None
     error: ErrorInfo | None = None
     message: Annotated[str, Field(max_length=4_000)] = ""
 
     @model_validator(mode="after")
     def _ok_has_a_value(self) -> ResultEvent:
-        if (self.status == "ok") != (self.value is not None):
-            raise ValueError("an ok result carries a value, and only an ok result does")
+        if (self.status == "ok") != (self.value is not None or self.exported is not None):
+            raise ValueError("an ok result carries a value or a program, and only an ok "
+                             "result does")
         return self
 
 
@@ -195,7 +276,8 @@ Event = Annotated[
 # -- what a backend hands back ----------------------------------------------------------
 
 TestStatus = Literal[
-    "ok", "error", "timeout", "memory", "output_limit", "crashed", "interfered", "not_run"
+    "ok", "error", "timeout", "memory", "output_limit", "crashed", "interfered", "not_run",
+    "refused",
 ]
 
 
@@ -212,6 +294,8 @@ class TestRun(_Segment):
     cpu_ms: float = Field(default=0.0, description="CPU time of the sandbox's processes "
                           "from the start line to the result line, by the trusted counter.")
     value: Value | None = None
+    exported: ExportedProgram | None = None
+    facts: ProgramFacts | None = None
     error: ErrorInfo | None = None
     message: str = ""
     cause: TestStatus | None = Field(

@@ -13,7 +13,7 @@ from judge.harness.codec import encode
 from judge.problem import Problem
 from judge.sandbox.protocol import RunOutcome, TestRun
 from judge.settings import Settings
-from judge.testdata import StoredTest, load_tests, write_tests
+from judge.testdata import StoredTest, load_tests, read_manifest, write_tests
 from judge.verdict import Verdict
 from tests_support import FIXTURE_PROBLEMS
 
@@ -62,6 +62,5 @@ def test_two_digit_packages_keep_their_names_and_hash(tmp_path: Path) -> None:
     # Packages built before (fewer than 100 tests) are unchanged: same names, same hash.
     problem = package(tmp_path)
     before = (problem.data_dir / "manifest.json").read_text()
-    write_tests(problem, load_tests(problem), {"harness": "2", "jax": "0.10.2",
-                                               "flax": "0.12.8"})
+    write_tests(problem, load_tests(problem), read_manifest(problem).built_with)
     assert (problem.data_dir / "manifest.json").read_text() == before

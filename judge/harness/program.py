@@ -1,0 +1,261 @@
+"""The two halves of a probe inside sandboxes (see :mod:`judge.probes` for the whole).
+
+:func:`export` runs in the submission's sandbox: it applies the probe's transformation to
+the entry point and exports it with ``jax.export``, from abstract inputs only (shapes,
+dtypes, and their layout on the test's mesh), so no input value reaches it. Whatever the
+submission does to this function or to JAX, all it can hand over is a program; the
+program is what gets graded.
+
+:func:`run` runs in a clean sandbox, a harness that loads no submission code: it
+deserializes the program, refuses one that calls outside an allow-list, compiles it on the
+test's mesh with the inputs in the probe's layout, reads the compiled program's HLO text,
+memory analysis and device order, and only then runs it on the test's inputs.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import re
+from collections.abc import Callable, Iterator
+from typing import Any
+
+# Custom calls an exported program may make: XLA's own sharding markers, shape assertions
+# and the CPU linear-algebra kernels jnp.linalg lowers to. Host callbacks
+# (jax.pure_callback, jax.debug.print, io_callback) and anything else are refused.
+ALLOWED_CUSTOM_CALLS = frozenset({
+    "Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape", "shape_assertion",
+    "annotate_device_placement", "ducc_fft",
+})
+ALLOWED_CUSTOM_CALL = re.compile(r"^lapack_[a-z0-9]+(_ffi)?$")
+_CUSTOM_CALL = re.compile(r'custom_call\s*@([\w.$-]+)|call_target_name\s*=\s*"([^"]*)"')
+_OP = re.compile(r"\b(stablehlo|chlo|mhlo|sdy|func)\.([a-z_][a-z0-9_]*)\b")
+
+
+class Refused(Exception):
+    """The program is not one the judge runs (its message says why)."""
+
+
+def _mesh(jax: Any, np: Any, spec: dict[str, Any] | None) -> Any:
+    if spec is None:
+        return None
+    from jax.sharding import AxisType, Mesh
+
+    shape = [int(s) for s in spec["shape"]]
+    count = int(np.prod(shape))
+    devices = jax.devices()
+    if count > len(devices):
+        raise Refused(f"the mesh needs {count} devices, there are {len(devices)}")
+    return Mesh(np.array(devices[:count]).reshape(shape), tuple(spec["axes"]),
+                axis_types=(AxisType.Auto,) * len(shape))
+
+
+def _sharding(jax: Any, mesh: Any, spec: list[Any] | None) -> Any:
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    if mesh is None:
+        return jax.sharding.SingleDeviceSharding(jax.devices()[0])
+    entries = [tuple(e) if isinstance(e, list) else e for e in (spec or [])]
+    return NamedSharding(mesh, PartitionSpec(*entries))
+
+
+def _explicit(sharding: Any) -> bool:
+    from jax.sharding import AxisType
+
+    return any(t == AxisType.Explicit for t in getattr(sharding.mesh, "axis_types", ()))
+
+
+@contextlib.contextmanager
+def _traced_as_run() -> Iterator[None]:
+    """Make the function's host-level steps mean inside the trace what they mean when it
+    runs, for the CPU and while the judge traces only:
+
+    - ``jax.set_mesh`` refuses to run under a trace, and the course's functions call it
+      around their jitted steps; here it sets the same two contexts without that check.
+    - ``jax.device_put(x, NamedSharding)`` of a traced value lowers to nothing on the CPU,
+      so a function that places its batch on every device would compile as if it had
+      split it; here it is a sharding constraint, the layout the value has when it runs.
+      Onto a single device of a several-device program it is an error: no layout of the
+      program says "this device only", and the problem asks for the mesh's layout.
+    """
+    from jax._src import config, dispatch, pjit, sharding_impls
+    from jax._src.interpreters import mlir
+    from jax.sharding import NamedSharding
+
+    original_init = sharding_impls.set_mesh.__init__
+    table = mlir._platform_specific_lowerings["cpu"]
+    original_rule = table.get(dispatch.device_put_p)
+
+    def init(self: Any, mesh: Any) -> None:
+        abstract = (sharding_impls.empty_abstract_mesh if mesh is None
+                    else mesh.abstract_mesh)
+        concrete = sharding_impls.empty_concrete_mesh if mesh is None else mesh
+        self.prev_abstract_mesh = config.abstract_mesh_context_manager.swap_local(abstract)
+        self.prev_mesh = config.device_context.swap_local(concrete)
+
+    def lower_device_put(ctx: Any, *xs: Any, devices: Any, srcs: Any,
+                         copy_semantics: Any) -> list[Any]:
+        out = []
+        several = getattr(ctx.module_context.axis_context, "num_devices", 1) > 1
+        for x, target, aval_in, aval_out in zip(xs, devices, ctx.avals_in, ctx.avals_out,
+                                                strict=True):
+            if isinstance(target, NamedSharding):
+                if _explicit(target):
+                    out.append(x)  # on an Explicit mesh the layout is in the value's type
+                    continue
+                one = ctx.replace(avals_in=[aval_in], avals_out=[aval_out])
+                x = pjit._sharding_constraint_hlo_lowering(
+                    one, x, sharding=target, layout=None, context_mesh=target.mesh,
+                    unconstrained_dims=set())[0]
+            elif target is not None and several and not isinstance(target, str):
+                raise ValueError(
+                    "jax.device_put onto a single device inside a program on several "
+                    "devices: the judge compiles your function as one program on the "
+                    "test's mesh, where data is laid out with NamedShardings")
+            out.append(x)
+        return out
+
+    sharding_impls.set_mesh.__init__ = init  # type: ignore[method-assign]
+    mlir.register_lowering(dispatch.device_put_p, lower_device_put, platform="cpu")
+    try:
+        yield
+    finally:
+        sharding_impls.set_mesh.__init__ = original_init  # type: ignore[method-assign]
+        if original_rule is None:
+            table.pop(dispatch.device_put_p, None)
+        else:
+            table[dispatch.device_put_p] = original_rule
+
+
+def export(entry: Callable[..., Any], request: dict[str, Any], args: list[Any],
+           max_bytes: int) -> dict[str, Any]:
+    """Export ``entry`` under the probe's transformation. ``args`` holds, per argument, the
+    static value or an abstract ``{"t": "aval", ...}``. Returns the program (base64) and the
+    key paths of its flat outputs."""
+    import jax
+    import numpy as np
+
+    mesh = _mesh(jax, np, request.get("mesh"))
+    specs = request.get("specs") or [None] * len(args)
+    static = [not (isinstance(a, dict) and a.get("t") == "aval") for a in args]
+    avals = []
+    for arg, spec in zip(args, specs, strict=True):
+        if isinstance(arg, dict) and arg.get("t") == "aval":
+            dtype = jax.dtypes.canonicalize_dtype(np.dtype(arg["dtype"]))
+            sharding = (_sharding(jax, mesh, spec)
+                        if mesh is not None and request.get("traced_layout") else None)
+            avals.append(jax.ShapeDtypeStruct(tuple(arg["shape"]), dtype, sharding=sharding,
+                                              weak_type=bool(arg.get("weak"))))
+
+    def call(*traced: Any) -> Any:
+        it = iter(traced)
+        full = [next(it) if not s else _hashable(a) for a, s in zip(args, static, strict=True)]
+        return entry(*full)
+
+    transform = request["transform"]
+    if transform in ("grad", "value_and_grad", "jacobian"):
+        argnums = tuple(request.get("argnums") or [0])
+        fn = {"grad": jax.grad, "value_and_grad": jax.value_and_grad,
+              "jacobian": jax.jacobian}[transform](call, argnums=argnums)
+    elif transform == "vmap":
+        fn = jax.vmap(call, in_axes=tuple(request.get("in_axes") or [0] * len(avals)))
+    else:  # jit, eval_shape
+        fn = call
+    paths: list[str] = []
+
+    def flat(*traced: Any) -> tuple[Any, ...]:
+        leaves = jax.tree_util.tree_flatten_with_path(fn(*traced))[0]
+        paths[:] = [jax.tree_util.keystr(p) for p, _ in leaves]
+        return tuple(leaf for _, leaf in leaves)
+
+    with _traced_as_run():
+        exported = jax.export.export(jax.jit(flat), platforms=("cpu",))(*avals)
+    data = bytes(exported.serialize())
+    if len(data) > max_bytes:
+        raise ValueError(f"the exported program is {len(data)} bytes, over the limit of "
+                         f"{max_bytes}")
+    return {"program": base64.b64encode(data).decode(), "paths": paths}
+
+
+def _hashable(value: Any) -> Any:
+    if isinstance(value, list):
+        return tuple(_hashable(v) for v in value)
+    return value
+
+
+def vet(exported: Any, inputs: int, devices: int) -> dict[str, int]:
+    """Refuse what the judge does not run; return the module's operation counts."""
+    text = exported.mlir_module()
+    for a, b in _CUSTOM_CALL.findall(text):
+        target = a or b
+        if target not in ALLOWED_CUSTOM_CALLS and not ALLOWED_CUSTOM_CALL.match(target):
+            raise Refused(f"the program makes a custom call to {target[:100]!r} (host "
+                          "callbacks and foreign kernels are not run)")
+    if exported.ordered_effects or exported.unordered_effects:
+        raise Refused("the program has side effects (a host callback or I/O)")
+    if "cpu" not in exported.platforms:
+        raise Refused("the program was not exported for the CPU")
+    if len(exported.in_avals) != inputs:
+        raise Refused(f"the program takes {len(exported.in_avals)} inputs, the test gives "
+                      f"{inputs}")
+    if exported.nr_devices != devices:
+        raise Refused(f"the program runs on {exported.nr_devices} devices, the test's mesh "
+                      f"has {devices}")
+    ops: dict[str, int] = {}
+    for dialect, name in _OP.findall(text):
+        key = name if dialect == "stablehlo" else f"{dialect}.{name}"
+        ops[key] = ops.get(key, 0) + 1
+    return ops
+
+
+def run(request: dict[str, Any], inputs: list[Any], encode: Callable[..., Any],
+        result_bytes: int, max_text: int) -> tuple[Any, dict[str, Any]]:
+    """Compile and run one exported program on the test's inputs (already converted):
+    (its flat outputs, encoded; the facts read before it ran)."""
+    import jax
+    import numpy as np
+
+    mesh = _mesh(jax, np, request.get("mesh"))
+    try:
+        exported = jax.export.deserialize(bytearray(base64.b64decode(request["program"])))
+    except Exception as exc:
+        raise Refused(f"the program could not be read: {type(exc).__name__}") from None
+    devices = 1 if mesh is None else int(mesh.devices.size)
+    ops = vet(exported, len(inputs), devices)
+    specs = request.get("specs") or [None] * len(inputs)
+    placed = [jax.device_put(v, _sharding(jax, mesh, s)) for v, s in zip(inputs, specs,
+                                                                           strict=True)]
+    facts: dict[str, Any] = {"ops": ops}
+    if mesh is not None:
+        facts["mesh_devices"] = [int(d.id) for d in mesh.devices.flat]
+    if request["transform"] == "eval_shape":
+        shapes = [{"t": "str", "v": f"{a.dtype}[{','.join(str(d) for d in a.shape)}]"}
+                  for a in exported.out_avals]
+        return {"t": "list", "items": shapes}, facts
+    compiled = jax.jit(exported.call).lower(*placed).compile()
+    for i, (want, got) in enumerate(zip(placed, compiled.input_shardings[0], strict=True)):
+        if not got.is_equivalent_to(want.sharding, want.ndim):
+            raise Refused(f"the program does not take input {i} in the layout the test gives")
+    text: Any = compiled.as_text()
+    if not isinstance(text, str) or len(text) > max_text:
+        raise Refused(f"the compiled program's text is over {max_text} characters")
+    stats: Any = compiled.memory_analysis()
+    executable: Any = compiled.runtime_executable()
+    if stats is None or executable is None:
+        raise Refused("the compiled program has no memory analysis")
+    cost = compiled.cost_analysis()
+    if isinstance(cost, list):  # older jax: one dict per device program
+        cost = cost[0] if cost else {}
+    flops = cost.get("flops") if isinstance(cost, dict) else None
+    if flops is not None:
+        facts["flops"] = max(0, int(flops))
+    facts.update(
+        hlo=text,
+        assignment=[int(d.id) for d in executable.local_devices()],
+        memory={"arguments": int(stats.argument_size_in_bytes),
+                "outputs": int(stats.output_size_in_bytes),
+                "temporaries": int(stats.temp_size_in_bytes),
+                "aliased": int(stats.alias_size_in_bytes)})
+    out = compiled(*placed)
+    jax.block_until_ready(out)
+    return encode(list(out), max_bytes=result_bytes), facts
