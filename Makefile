@@ -68,6 +68,7 @@ bench: install
 	$(BIN)/python bench/speed.py
 	$(BIN)/python bench/cpu_accounting.py
 	$(BIN)/python bench/verify_under_load.py
+	$(BIN)/python bench/probes.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache var frontend/node_modules web/static/dist

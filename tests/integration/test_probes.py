@@ -1,0 +1,160 @@
+"""Probes in every backend: the entry point is traced and exported in the submission's
+sandbox, the program compiled and run in a clean one, and what the compiler made of it
+decides (judge.probes).
+
+demo/probed (tests/fixtures/problemsets) is a custom_vjp exercise: ``loss(w, x)`` whose
+gradient into ``x @ w`` is clipped. Its probes: ``gradient`` (jax.grad wrt w),
+``batched`` (vmap over x's rows), ``shapes`` (eval_shape), ``no-loops`` (no while loop in
+the program) and ``split-rows`` (on 8 devices with x split over 'rows': one all-reduce, no
+all-gather, at most 1.5 times the reference's flops per device).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from judge.build import build
+from judge.catalog import Catalog
+from judge.grading import grade
+from judge.problem import Problem
+from judge.report import VerdictReport
+from judge.sandbox import get_sandbox
+from judge.sandbox.base import Sandbox
+from judge.settings import Settings
+from judge.testdata import load_tests
+from judge.verdict import Verdict
+from tests_support import FIXTURE_PROBLEMS
+
+pytestmark = [pytest.mark.slow, pytest.mark.service]
+
+BACKENDS = ("process", "docker", "zygote")
+
+HONEST = """
+import jax
+import jax.numpy as jnp
+
+
+@jax.custom_vjp
+def clip_gradient(z):
+    return z
+
+
+clip_gradient.defvjp(lambda z: (z, None), lambda _, g: (jnp.clip(g, -1.0, 1.0),))
+
+
+def loss(w, x):
+    return jnp.sum(clip_gradient(x @ w) ** 2)
+"""
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def sandbox(request: pytest.FixtureRequest, settings: Settings) -> Iterator[Sandbox]:
+    box = get_sandbox(request.param, settings.model_copy(update={"zygote_count": 1}))
+    yield box
+    box.close()
+
+
+def run(sandbox: Sandbox, catalog: Catalog, settings: Settings, code: str) -> VerdictReport:
+    return grade(catalog.get("demo/probed"), textwrap.dedent(code), sandbox=sandbox,
+                 settings=settings)
+
+
+def sample_message(report: VerdictReport) -> str:
+    return next(t.message for t in report.tests if t.visibility == "sample")
+
+
+def test_an_honest_custom_vjp_passes_every_probe(sandbox: Sandbox, catalog: Catalog,
+                                                  settings: Settings) -> None:
+    report = run(sandbox, catalog, settings, HONEST)
+    assert report.verdict is Verdict.ACCEPTED, [t.message for t in report.tests]
+
+
+def test_the_right_values_without_the_custom_vjp_fail_the_gradient(
+        sandbox: Sandbox, catalog: Catalog, settings: Settings) -> None:
+    report = run(sandbox, catalog, settings, """
+        import jax.numpy as jnp
+
+        def loss(w, x):
+            return jnp.sum((x @ w) ** 2)
+    """)
+    assert report.verdict is Verdict.WRONG_ANSWER
+    assert sample_message(report).startswith(
+        "probe 'gradient': the compiled program's results: ")
+    hidden = {t.name: t.message for t in report.tests if t.visibility == "hidden"}
+    # The tiny weights never reach the clipping: that test's gradient is right.
+    assert hidden == {"wide": "probe 'gradient': the compiled program's results are not "
+                              "the expected ones", "tiny-values": ""}
+
+
+def test_a_function_the_judge_cannot_trace_fails_its_probes(
+        sandbox: Sandbox, catalog: Catalog, settings: Settings) -> None:
+    report = run(sandbox, catalog, settings, """
+        import numpy as np
+
+        def loss(w, x):
+            z = np.asarray(x) @ np.asarray(w)
+            return float(np.sum(z ** 2))
+    """)
+    assert report.verdict is Verdict.WRONG_ANSWER
+    message = sample_message(report)
+    assert message.startswith("probe 'gradient': the judge could not trace your function")
+    assert "TracerArrayConversionError" in message and "(line 5)" in message
+    assert {t.message for t in report.tests if t.visibility == "hidden"} == {
+        "probe 'gradient': the function could not be compiled as one program"}
+
+
+def test_a_loop_is_seen_in_the_program(sandbox: Sandbox, catalog: Catalog,
+                                       settings: Settings) -> None:
+    report = run(sandbox, catalog, settings, HONEST.replace(
+        "return jnp.sum(clip_gradient(x @ w) ** 2)",
+        "z = clip_gradient(x @ w) ** 2\n"
+        "    return jax.lax.fori_loop(0, z.shape[0], lambda i, a: a + jnp.sum(z[i]), 0.0)"))
+    assert report.verdict is Verdict.WRONG_ANSWER
+    assert sample_message(report) == ("probe 'no-loops': the compiled program uses while "
+                                      "(1 time), which this problem rules out")
+
+
+def test_work_every_device_repeats_is_seen_in_the_collectives(
+        sandbox: Sandbox, catalog: Catalog, settings: Settings) -> None:
+    # The rows arrive split over 'rows'; replicating them so that every device computes the
+    # whole loss gives the right numbers, and no all-reduce.
+    report = run(sandbox, catalog, settings, HONEST.replace(
+        "def loss(w, x):\n", """def loss(w, x):
+    if isinstance(x, jax.core.Tracer) and jax.typeof(x).sharding.mesh.shape:
+        import numpy as np
+        from jax.sharding import Mesh, NamedSharding, PartitionSpec
+        mesh = Mesh(np.array(jax.devices()), ("rows",))
+        x = jax.lax.with_sharding_constraint(x, NamedSharding(mesh, PartitionSpec()))
+"""))
+    assert report.verdict is Verdict.WRONG_ANSWER
+    message = sample_message(report)
+    assert message.startswith("probe 'split-rows': your compiled program has 0 all-reduces "
+                              "over 'rows', at least 1 expected"), message
+
+
+def test_build_stores_each_probes_result_on_the_reference(
+        tmp_path: Path, settings: Settings) -> None:
+    root = tmp_path / "problems"
+    shutil.copytree(FIXTURE_PROBLEMS / "demo" / "probed", root / "demo" / "probed")
+    shutil.rmtree(root / "demo" / "probed" / "data")
+    problem = Problem.load("demo/probed", root / "demo" / "probed")
+    box = get_sandbox("process", settings)
+    try:
+        build(problem, sandbox=box, settings=settings)
+    finally:
+        box.close()
+    stored = load_tests(problem)
+    original = load_tests(Catalog(FIXTURE_PROBLEMS).get("demo/probed"))
+    for mine, theirs in zip(stored, original, strict=True):
+        assert set(mine.probes) == {"gradient", "batched", "shapes", "no-loops", "split-rows"}
+        assert mine.probes["split-rows"].memory is not None
+        assert mine.probes["split-rows"].flops
+        assert mine.probes["shapes"].expected == theirs.probes["shapes"].expected
+        # The same reference gives the same results (the package carries its own proof).
+        assert json.loads(mine.model_dump_json()) == json.loads(theirs.model_dump_json())
