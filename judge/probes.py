@@ -40,6 +40,7 @@ from judge.sandbox.protocol import (
     MeshOnTest,
     ProgramFacts,
     ProgramRequest,
+    SpecTree,
 )
 from judge.values import ArrayValue, StrValue, TreeValue, Value
 
@@ -139,9 +140,9 @@ class ProbeSpec(_Model):
     static: list[Name] = Field(default_factory=list, description="Arguments passed as Python "
                                "values rather than traced (shapes, mesh sizes, flags).")
     mesh: MeshSpec | None = None
-    in_specs: dict[Name, list[SpecEntry]] = Field(
+    in_specs: dict[Name, SpecTree] = Field(
         default_factory=dict, description="Each traced array's PartitionSpec on the mesh "
-        "(default: replicated).")
+        "(default: replicated); for an argument that is a dict of arrays, a dict of them.")
     tests: list[Slug] | None = Field(default=None, description="Default: every test.")
     values: bool = Field(default=True, description="Check the program's outputs on the "
                          "test's inputs against the reference's.")
@@ -324,7 +325,8 @@ def shapes_only(value: TreeValue) -> TreeValue:
 
 def _aval(encoded: dict[str, Any], kind: str, probe: str, name: str) -> dict[str, Any]:
     """An argument's abstract value (shape, dtype; weak for Python scalars) from its stored
-    encoding: what the trace is given instead of the value."""
+    encoding: what the trace is given instead of the value. A dict or list of arrays (a
+    parameter tree) keeps its structure, with an abstract value at every leaf."""
     import numpy as np
 
     from judge.harness.codec import decode_input
@@ -335,14 +337,25 @@ def _aval(encoded: dict[str, Any], kind: str, probe: str, name: str) -> dict[str
         return {"t": "aval", "shape": [], "dtype": "int32", "weak": True}
     if kind == "bool":
         return {"t": "aval", "shape": [], "dtype": "bool", "weak": True}
+    tag = encoded.get("t")
+    if tag == "dict":
+        return {"t": "dict", "items": [[k, _aval(v, "any", probe, f"{name}[{k!r}]")]
+                                       for k, v in encoded["items"]]}
+    if tag in ("list", "tuple") and kind == "any":
+        return {"t": tag, "items": [_aval(v, "any", probe, f"{name}[{i}]")
+                                    for i, v in enumerate(encoded["items"])]}
+    if tag == "float":
+        return {"t": "aval", "shape": [], "dtype": "float32", "weak": True}
+    if tag == "int":
+        return {"t": "aval", "shape": [], "dtype": "int32", "weak": True}
     value = decode_input(encoded)
     if kind in ("array", "numpy") or isinstance(value, np.ndarray):
         arr = np.asarray(value)
         if arr.dtype == object:
-            raise ValueError(f"probe {probe!r}: argument {name!r} is not an array")
+            raise ValueError(f"probe {probe!r}: argument {name} is not an array")
         return {"t": "aval", "shape": list(arr.shape), "dtype": arr.dtype.name}
-    raise ValueError(f"probe {probe!r}: argument {name!r} is not an array or a number; "
-                     "list it under static")
+    raise ValueError(f"probe {probe!r}: argument {name} is not an array, a number or a "
+                     "dict of them; list it under static")
 
 
 def requests(spec: ProbeSpec, arg_names: list[str], kinds: list[str],
@@ -361,8 +374,8 @@ def requests(spec: ProbeSpec, arg_names: list[str], kinds: list[str],
     mesh = mesh_of(spec, args)
     on_test = MeshOnTest(axes=mesh[0], shape=mesh[1]) if mesh else None
     export_args: list[dict[str, Any]] = []
-    specs: list[list[SpecEntry] | None] = []
-    traced_specs: list[list[SpecEntry] | None] = []
+    specs: list[SpecTree | None] = []
+    traced_specs: list[SpecTree | None] = []
     values: list[dict[str, Any]] = []
     value_kinds: list[str] = []
     for name, kind in zip(arg_names, kinds, strict=True):
@@ -370,7 +383,7 @@ def requests(spec: ProbeSpec, arg_names: list[str], kinds: list[str],
             export_args.append(args[name])
             specs.append(None)
             continue
-        export_args.append(_aval(args[name], kind, spec.name, name))
+        export_args.append(_aval(args[name], kind, spec.name, repr(name)))
         entry = spec.in_specs.get(name)
         specs.append(entry)
         traced_specs.append(entry)
@@ -387,6 +400,7 @@ def requests(spec: ProbeSpec, arg_names: list[str], kinds: list[str],
                            in_axes=[spec.in_axes.get(n, 0) for n in traced]
                            if spec.transform == "vmap" else [],
                            mesh=on_test, specs=specs if mesh else None,
+                           static=[n in spec.static for n in arg_names],
                            # A function told the mesh's shape builds its own mesh and lays
                            # out its inputs itself; one on a fixed mesh is handed them laid out.
                            traced_layout=spec.mesh is not None and spec.mesh.shape is not None)

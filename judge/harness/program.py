@@ -139,15 +139,24 @@ def export(entry: Callable[..., Any], request: dict[str, Any], args: list[Any],
 
     mesh = _mesh(jax, np, request.get("mesh"))
     specs = request.get("specs") or [None] * len(args)
-    static = [not (isinstance(a, dict) and a.get("t") == "aval") for a in args]
-    avals = []
-    for arg, spec in zip(args, specs, strict=True):
-        if isinstance(arg, dict) and arg.get("t") == "aval":
+    static = request.get("static") or [False] * len(args)
+    layout = mesh is not None and request.get("traced_layout")
+
+    def abstract(arg: Any, spec: Any) -> Any:
+        """An aval, or a dict or list of them (its spec a dict or list alike)."""
+        if arg.get("t") == "aval":
             dtype = jax.dtypes.canonicalize_dtype(np.dtype(arg["dtype"]))
-            sharding = (_sharding(jax, mesh, spec)
-                        if mesh is not None and request.get("traced_layout") else None)
-            avals.append(jax.ShapeDtypeStruct(tuple(arg["shape"]), dtype, sharding=sharding,
-                                              weak_type=bool(arg.get("weak"))))
+            sharding = _sharding(jax, mesh, spec) if layout else None
+            return jax.ShapeDtypeStruct(tuple(arg["shape"]), dtype, sharding=sharding,
+                                        weak_type=bool(arg.get("weak")))
+        if arg.get("t") == "dict":
+            return {k: abstract(v, spec.get(k) if isinstance(spec, dict) else None)
+                    for k, v in arg["items"]}
+        items = [abstract(v, None) for v in arg["items"]]
+        return tuple(items) if arg.get("t") == "tuple" else items
+
+    avals = [abstract(arg, spec) for arg, spec, s in zip(args, specs, static, strict=True)
+             if not s]
 
     def call(*traced: Any) -> Any:
         it = iter(traced)
@@ -226,10 +235,19 @@ def run(request: dict[str, Any], inputs: list[Any], encode: Callable[..., Any],
     except Exception as exc:
         raise Refused(f"the program could not be read: {type(exc).__name__}") from None
     devices = 1 if mesh is None else int(mesh.devices.size)
-    ops = vet(exported, len(inputs), devices)
+    ops = vet(exported, len(jax.tree.leaves(inputs)), devices)
     specs = request.get("specs") or [None] * len(inputs)
-    placed = [jax.device_put(v, _sharding(jax, mesh, s)) for v, s in zip(inputs, specs,
-                                                                           strict=True)]
+
+    def place(value: Any, spec: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: place(v, spec.get(k) if isinstance(spec, dict) else None)
+                    for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return type(value)(place(v, None) for v in value)
+        return jax.device_put(value, _sharding(jax, mesh, spec))
+
+    placed = [place(v, s) for v, s in zip(inputs, specs, strict=True)]
+    leaves = jax.tree.leaves(placed)
     facts: dict[str, Any] = {"ops": ops}
     if mesh is not None:
         facts["mesh_devices"] = [int(d.id) for d in mesh.devices.flat]
@@ -240,11 +258,20 @@ def run(request: dict[str, Any], inputs: list[Any], encode: Callable[..., Any],
     # Tests of the same shapes and mesh often export the very same program: compiled once
     # per clean run (a run serves one submission, so nothing is shared between two).
     key = hashlib.sha256(json.dumps([request["program"], request.get("mesh"), specs,
-                                     [str(jax.typeof(p)) for p in placed]]).encode()).hexdigest()
+                                     [str(jax.typeof(p)) for p in leaves]]).encode()).hexdigest()
+    # A program exported for its inputs in another layout would have them moved, inside the
+    # program, at its own cost; a program that declares another layout is refused outright.
+    declared = list(getattr(exported, "in_shardings_hlo", ()) or ())
+    for i, (want, theirs) in enumerate(zip(leaves, declared, strict=False)):
+        ours = want.sharding._to_xla_hlo_sharding(want.ndim)
+        if theirs is not None and theirs != ours and not (
+                theirs.is_replicated() and ours.is_replicated()):
+            raise Refused(f"the program takes input {i} in another layout than the test gives")
     compiled = _COMPILED.get(key)
     if compiled is None:
         compiled = _COMPILED[key] = jax.jit(exported.call).lower(*placed).compile()
-    for i, (want, got) in enumerate(zip(placed, compiled.input_shardings[0], strict=True)):
+    for i, (want, got) in enumerate(zip(leaves, jax.tree.leaves(compiled.input_shardings[0]),
+                                        strict=True)):
         if not got.is_equivalent_to(want.sharding, want.ndim):
             raise Refused(f"the program does not take input {i} in the layout the test gives")
     text: Any = compiled.as_text()

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, model_validator
+from typing_extensions import TypeAliasType
 
 from judge.values import Value
 
@@ -54,6 +55,8 @@ class Limits(_Model):
 
 ArgKind = Literal["float", "int", "array", "numpy", "str", "bool", "any"]
 SpecEntry = str | None | list[str]
+# A PartitionSpec as a list, or, for an argument that is a dict of arrays, a dict of them.
+SpecTree = TypeAliasType("SpecTree", "list[SpecEntry] | dict[str, SpecTree]")
 Transform = Literal["jit", "grad", "value_and_grad", "jacobian", "vmap", "eval_shape"]
 
 
@@ -70,8 +73,11 @@ class ExportRequest(_Model):
     argnums: list[int] = Field(default_factory=list, description="Among the traced args.")
     in_axes: list[int | None] = Field(default_factory=list)
     mesh: MeshOnTest | None = None
-    specs: list[list[SpecEntry] | None] | None = Field(
-        default=None, description="Per argument: its PartitionSpec on the mesh.")
+    specs: list[SpecTree | None] | None = Field(
+        default=None, description="Per argument: its PartitionSpec on the mesh (a dict of "
+        "them for a dict of arrays).")
+    static: list[bool] = Field(default_factory=list, description="Per argument: passed as "
+                               "a Python value (else abstract: its leaves are avals).")
     traced_layout: bool = Field(default=False, description="The abstract inputs carry their "
                                 "NamedSharding on the mesh (else shapes and dtypes only).")
 
@@ -83,7 +89,7 @@ class ProgramRequest(_Model):
     program: str = Field(description="The serialized jax.export program, base64.")
     transform: Transform
     mesh: MeshOnTest | None = None
-    specs: list[list[SpecEntry] | None] | None = None
+    specs: list[SpecTree | None] | None = None
 
 
 class JobTest(_Model):

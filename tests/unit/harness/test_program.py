@@ -1,0 +1,128 @@
+"""The sandbox halves of a probe, run in this process (8 CPU devices, tests/conftest.py):
+export a function from abstract inputs, then compile and run the program as the clean
+sandbox does (judge/harness/program.py). The backends' end to end runs are in
+tests/integration/test_probes.py; the attacks on the boundary in tests/security."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from judge import hlo, probes
+from judge.harness import program
+from judge.harness.codec import decode_input, encode
+from judge.probes import ProbeSpec
+from judge.sandbox.protocol import ProgramFacts
+
+PARAMS = {"hidden": {"kernel": np.arange(64, dtype=np.float32).reshape(8, 8) / 10,
+                     "bias": np.ones(8, np.float32)},
+          "out": {"kernel": np.ones((8, 2), np.float32), "bias": np.zeros(2, np.float32)}}
+FSDP = {"hidden": {"kernel": ["data", None], "bias": []},
+        "out": {"kernel": ["data", None], "bias": []}}
+
+
+def step(params: dict[str, Any], x: Any, mesh_shape: Any) -> Any:
+    """An MLP's loss, its parameters handed over sharded (a tree), its batch split."""
+    h = jax.nn.relu(x @ params["hidden"]["kernel"] + params["hidden"]["bias"])
+    return jnp.mean((h @ params["out"]["kernel"] + params["out"]["bias"]) ** 2)
+
+
+def exchange(fn: Any, spec: ProbeSpec, args: dict[str, Any], kinds: list[str]
+             ) -> tuple[Any, ProgramFacts, list[str]]:
+    """Both halves, with the requests the trusted side makes, as JSON would carry them."""
+    names = list(args)
+    encoded = {n: encode(v) for n, v in args.items()}
+    export, export_args, request, values, value_kinds = probes.requests(spec, names, kinds,
+                                                                        encoded)
+    decoded = [a if a.get("t") in ("aval", "dict") and n not in spec.static else
+               decode_input(a) for n, a in zip(names, export_args, strict=True)]
+    out = program.export(fn, export.model_dump(), decoded, 1 << 22)
+    inputs = [decode_input(v) for v in values]
+    run = request.model_copy(update={"program": out["program"]}).model_dump()
+    value, facts = program.run(run, inputs, encode, 1 << 22, 1 << 22)
+    return value, ProgramFacts.model_validate(facts), out["paths"]
+
+
+def test_a_tree_of_parameters_is_traced_and_placed_leaf_by_leaf() -> None:
+    spec = ProbeSpec(name="p", static=["mesh_shape"],
+                     mesh={"axes": ["data", "model"], "shape": [8, 1]},
+                     in_specs={"params": FSDP, "x": ["data", None]})
+    x = np.ones((8, 8), np.float32)
+    value, facts, paths = exchange(step, spec, {"params": PARAMS, "x": x, "mesh_shape": [8]},
+                                   ["any", "array", "any"])
+    assert paths == [""]
+    want = float(step(PARAMS, x, None))
+    (leaf,) = value["items"]
+    assert np.isclose(np.frombuffer(base64.b64decode(leaf["data"]), "<f4")[0], want)
+    # Each kernel arrived split over 'data': its row blocks are gathered for the matmul.
+    found = hlo.collectives(facts.hlo, mesh_axes=["data", "model"], mesh_shape=[8, 1],
+                            assignment=facts.assignment, mesh_devices=facts.mesh_devices)
+    assert any(c.kind == "all-gather" and c.axes == ("data",) for c in found) or any(
+        c.kind == "all-reduce" and c.axes == ("data",) for c in found), found
+    # Arguments per device: an eighth of each kernel and of the batch, whole biases.
+    assert facts.memory is not None
+    per_device = (8 * 8 + 8 * 2) // 8 * 4 + (8 + 2) * 4 + 8 * 8 // 8 * 4
+    assert facts.memory.arguments == per_device
+
+
+def test_a_program_that_takes_another_layout_is_refused() -> None:
+    # Exported with its inputs replicated (the layout in the trace), run where the test
+    # gives them split: the program's own layout is not the probe's.
+    spec = ProbeSpec(name="p", mesh={"axes": ["rows"], "shape": [8]}, in_specs={"x": ["rows"]})
+    encoded = {"x": encode(np.ones((8, 2), np.float32))}
+    mesh = jax.make_mesh((8,), ("rows",), axis_types=(jax.sharding.AxisType.Auto,))
+    replicated = NamedSharding(mesh, P())
+    exported = jax.export.export(jax.jit(lambda x: (x * 2,), in_shardings=replicated))(
+        jax.ShapeDtypeStruct((8, 2), jnp.float32, sharding=replicated))
+    _, _, request, values, _ = probes.requests(spec, ["x"], ["array"], encoded)
+    run = request.model_copy(update={
+        "program": base64.b64encode(bytes(exported.serialize())).decode()}).model_dump()
+    with pytest.raises(program.Refused, match="layout"):
+        program.run(run, [decode_input(v) for v in values], encode, 1 << 22, 1 << 22)
+
+
+@pytest.mark.parametrize("callback", [
+    lambda x: jax.pure_callback(np.sin, jax.ShapeDtypeStruct(x.shape, x.dtype), x),
+    lambda x: (jax.debug.print("{}", x), x)[1],
+])
+def test_host_callbacks_do_not_export(callback: Any) -> None:
+    # jax.export refuses them itself (the trace fails: the probe's "could not be compiled
+    # as one program"); vet refuses a hand-made module that calls one (tests/security).
+    spec = ProbeSpec(name="p")
+    with pytest.raises(NotImplementedError, match="host_callbacks"):
+        exchange(lambda x: jnp.sum(callback(x)), spec, {"x": np.ones(3, np.float32)},
+                 ["array"])
+
+
+def test_vet_refuses_custom_calls_outside_the_allow_list() -> None:
+    class Module:
+        ordered_effects = unordered_effects = ()
+        platforms = ("cpu",)
+        in_avals = (None,)
+        nr_devices = 1
+
+        def __init__(self, text: str) -> None:
+            self.text = text
+
+        def mlir_module(self) -> str:
+            return self.text
+
+    ok = 'stablehlo.custom_call @Sharding(%0) : ... "stablehlo.custom_call"() {call_target_name = "lapack_sgetrf_ffi"}'
+    assert program.vet(Module(ok), 1, 1)["custom_call"] == 2
+    for target in ("xla_ffi_python_cpu_callback", "xla_python_cpu_callback", "anything"):
+        with pytest.raises(program.Refused, match=target):
+            program.vet(Module(f'stablehlo.custom_call @{target}(%0)'), 1, 1)
+
+
+def test_garbage_is_refused() -> None:
+    request = {"program": base64.b64encode(b"not a program").decode(), "transform": "jit",
+               "mesh": None, "specs": None}
+    with pytest.raises(program.Refused, match="could not be read"):
+        program.run(request, [np.ones(3, np.float32)], encode, 1 << 22, 1 << 22)
