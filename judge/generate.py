@@ -67,7 +67,22 @@ def _value(spec: Any, rng: np.random.Generator) -> Any:
         return int(rng.integers(low, high, endpoint=True))
     if kind == "choice":
         return params[int(rng.integers(len(params)))]
+    if kind == "tree":
+        # A dict of values and generators (a parameter tree: {hidden: {kernel: {normal:
+        # [8, 16]}, bias: {normal: [16]}}}), generated key by key in the order written.
+        if not isinstance(params, dict) or not params:
+            raise ValueError("a tree is a mapping of names to values or generators")
+        return {str(k): _value(v, rng) if not _is_tree(v) else _value({"tree": v}, rng)
+                for k, v in params.items()}
     raise ValueError(f"unknown generator {kind!r}")
+
+
+GENERATORS = ("normal", "uniform", "randint", "choice", "tree")
+
+
+def _is_tree(value: Any) -> bool:
+    """A mapping inside a tree that is not itself a one-key generator: a subtree."""
+    return isinstance(value, dict) and not (len(value) == 1 and next(iter(value)) in GENERATORS)
 
 
 def _typed(value: Any, arg: Arg) -> Any:
