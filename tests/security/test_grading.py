@@ -102,8 +102,10 @@ def test_expected_values_are_nowhere_in_the_sandboxs_memory(judge_vault: Judge) 
     # the heap, the modules, the descriptors and hundreds of MiB of memory.
     assert "main" in seen["frames"], seen["frames"]
     # The load message holds the code and a count of tests; a test message, its inputs.
-    assert seen["job keys"] == ["alarms", "code", "entry_point", "limits", "op", "tests"], seen
-    assert seen["test keys"] == ["args", "index", "kinds", "op"], seen  # no "expected"
+    assert seen["job keys"] == ["alarms", "code", "entry_point", "limits", "mode", "op",
+                                "tests"], seen
+    # No "expected" (export and program: a probe's requests, none in this problem).
+    assert seen["test keys"] == ["args", "export", "index", "kinds", "op", "program"], seen
     assert seen["objects"] > 10_000 and seen["modules"] > 200, seen
     assert seen["descriptors"]["stdin"] == "''", seen["descriptors"]
     assert seen["memory"] > 200 << 20, seen
