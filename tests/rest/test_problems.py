@@ -45,7 +45,7 @@ def test_broken_packages_are_listed_apart(broken_app: Flask) -> None:
         instructor_key = create_key(s, "a", "instructor")
     client = broken_app.test_client()
     listing = client.get("/v1/problems", headers=auth(client_key)).get_json()
-    assert [p["id"] for p in listing["items"]] == ["demo/layout"]
+    assert [p["id"] for p in listing["items"]] == ["demo/layout", "demo/probed"]
     assert listing["broken"] == [{"id": "demo/layout-copy", "error": None},
                                  {"id": "demo/sharded", "error": None}]
     reasons = {b["id"]: b["error"] for b in client.get(
