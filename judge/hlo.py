@@ -39,6 +39,10 @@ _IOTA = re.compile(r"replica_groups=\[([\d,]+)\]<=\[([\d,]+)\](?:T\(([\d,]+)\))?
 _MESH = re.compile(r"replica_groups=mesh\[([^\]]*)\]"
                    r"(?:,\s*device_ids=\(([^)]*(?:\))?)\))?\s*\{([^}]*)\}")
 _PAIRS = re.compile(r"source_target_pairs=\{((?:\{\d+,\d+\},?)*)\}")
+# A quoted string of the text (XLA escapes quotes and backslashes inside): the metadata's
+# op_name holds the function's scope names, which the submission chose, and may spell an
+# instruction with its replica groups. Blanked before a line is read.
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 
 
 class HloError(ValueError):
@@ -191,6 +195,7 @@ def collectives(text: str, *, mesh_axes: list[str], mesh_shape: list[int],
     coords = _coords(mesh_shape, assignment, mesh_devices)
     found = []
     for raw in text.splitlines():
+        raw = _STRING.sub('""', raw)
         m = _INSTRUCTION.search(raw)
         if m is None:
             continue

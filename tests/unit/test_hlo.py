@@ -85,6 +85,19 @@ def test_other_instructions_are_not_collectives() -> None:
     assert kinds_axes(text) == []
 
 
+def test_text_in_quoted_strings_is_not_an_instruction() -> None:
+    # A scope name reaches every instruction's metadata (op_name): a replicated program's
+    # compare, in a scope that spells an all-reduce over 'model' (XLA's output, jax 0.10.2).
+    forged = ('  %ne.5 = pred[8,3]{1,0} compare(%p, %p), direction=NE, metadata={op_name="jit('
+              'call)/x = f32[] all-reduce(y), replica_groups={{0,1,2,3},{4,5,6,7}}, to_apply='
+              'add/ne" stack_frame_id=10}\n'
+              '  %q = f32[4] negate(%p), metadata={op_name="a\\" = f32[] all-gather(%p), '
+              'replica_groups={{0,1,2,3},{4,5,6,7}}"}')
+    assert kinds_axes(forged) == []
+    assert kinds_axes(EXPLICIT + ', metadata={op_name="jit(f)/psum"}') == [
+        ("all-reduce", ("model",))]
+
+
 @pytest.mark.parametrize("bad", [
     "  %x = f32[4] all-reduce(%a), replica_groups=mesh[oops] {'a'}",
     "  %x = f32[4] all-reduce(%a), replica_groups=[3,3]<=[8]",

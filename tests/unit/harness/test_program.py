@@ -101,24 +101,48 @@ def test_host_callbacks_do_not_export(callback: Any) -> None:
                  ["array"])
 
 
+class Module:
+    """What vet reads of an exported program, around a module's text."""
+
+    ordered_effects = unordered_effects = ()
+    platforms = ("cpu",)
+    in_avals = (None,)
+    nr_devices = 1
+
+    def __init__(self, *body: str, result: str = "") -> None:
+        lines = "\n".join(f"    %{i + 1} = {op.replace('%IN', f'%{i}')}"
+                          for i, op in enumerate(body))
+        self.text = (f'module {{\n  func.func public @main(%0: tensor<f32>) -> (tensor<f32> '
+                     f'{{jax.result_info = "{result}"}}) {{\n{lines}\n'
+                     f"    return %{len(body)} : tensor<f32>\n  }}\n}}")
+
+    def mlir_module(self) -> str:
+        return self.text
+
+
+CALL = "stablehlo.custom_call @{target}(%IN) : (tensor<f32>) -> tensor<f32>"
+
+
 def test_vet_refuses_custom_calls_outside_the_allow_list() -> None:
-    class Module:
-        ordered_effects = unordered_effects = ()
-        platforms = ("cpu",)
-        in_avals = (None,)
-        nr_devices = 1
+    ok = Module(CALL.format(target="Sharding"),
+                '"stablehlo.custom_call"(%IN) {call_target_name = "lapack_sgetrf_ffi"} : '
+                "(tensor<f32>) -> tensor<f32>")
+    assert program.vet(ok, 1, 1)["custom_call"] == 2
+    for target in ("xla_ffi_python_cpu_callback", "xla_python_cpu_callback", "anything",
+                   '"a name the printer quotes"'):
+        with pytest.raises(program.Refused, match=target.strip('"')):
+            program.vet(Module(CALL.format(target=target)), 1, 1)
+    with pytest.raises(program.Refused, match="could not be read"):
+        program.vet(Module("stablehlo.custom_call @x("), 1, 1)
 
-        def __init__(self, text: str) -> None:
-            self.text = text
 
-        def mlir_module(self) -> str:
-            return self.text
-
-    ok = 'stablehlo.custom_call @Sharding(%0) : ... "stablehlo.custom_call"() {call_target_name = "lapack_sgetrf_ffi"}'
-    assert program.vet(Module(ok), 1, 1)["custom_call"] == 2
-    for target in ("xla_ffi_python_cpu_callback", "xla_python_cpu_callback", "anything"):
-        with pytest.raises(program.Refused, match=target):
-            program.vet(Module(f'stablehlo.custom_call @{target}(%0)'), 1, 1)
+def test_vet_counts_operations_not_the_names_in_the_text() -> None:
+    # Output paths, scope names and locations are the submission's text: a key that says
+    # "stablehlo.while" is no while loop, and a long made-up name is no operation.
+    ops = program.vet(Module("stablehlo.add %IN, %IN : tensor<f32> "
+                             'loc("jit(f)/stablehlo.sort_' + "x" * 200 + '")',
+                             result="['stablehlo.while custom_call @anything']"), 1, 1)
+    assert ops == {"add": 1, "func.return": 1, "func.func": 1, "builtin.module": 1}
 
 
 def test_garbage_is_refused() -> None:
