@@ -251,9 +251,10 @@ def _judge_probe(test: StoredTest, probe_run: ProbeRun, checker: Checker,
         return failed(CheckResult(False, probes.REASONS["failed"],
                                   f"your compiled program failed on the test's inputs: {detail}"))
     if program.status != "ok" or program.value is None:
+        # (A program the clean run never reached says so in the supervisor's own words.)
         return _test_verdict(program), said + (
-            program.message if sample and program.message else
-            HIDDEN_MESSAGES.get(program.status, "the test failed"))
+            program.message if (sample or program.status == "not_run") and program.message
+            else HIDDEN_MESSAGES.get(program.status, "the test failed"))
     stored = test.probes.get(probe.name)
     if probe.values:
         if stored is None or stored.expected is None or export.exported is None \
