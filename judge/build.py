@@ -13,7 +13,7 @@ from judge.errors import ProblemError
 from judge.generate import generate
 from judge.grading import ProbeRun, run_with_probes
 from judge.harness import HARNESS_VERSION
-from judge.probes import StoredProbe, program_value, shapes_only
+from judge.probes import StoredProbe, program_result
 from judge.problem import Problem
 from judge.sandbox.base import Sandbox
 from judge.settings import Settings
@@ -66,9 +66,7 @@ def _probes(problem: Problem, test: str, runs: list[ProbeRun]) -> dict[str, Stor
                                                else program.message)
             status = "not run" if program is None else program.status
             raise ProblemError(f"{where}: the reference's program failed ({status}): {why}")
-        value = program_value(export.exported.paths, program.value.items)
-        if run.probe.transform == "eval_shape":
-            value = shapes_only(value)
+        value = program_result(run.probe, export.exported.paths, program.value.items)
         stored[run.probe.name] = StoredProbe(
             expected=value if run.probe.values else None,
             memory=program.facts.memory if program.facts is not None else None,

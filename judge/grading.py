@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
 
 from judge import __version__, probes
 from judge.checkers import Checker, CheckResult
@@ -265,9 +264,7 @@ def _judge_probe(test: StoredTest, probe_run: ProbeRun, checker: Checker,
                                  "output tree" if stored is not None else
                                  "the reference's result is not stored: rebuild the problem")
             return failed(result)
-        received: Any = probes.program_value(export.exported.paths, program.value.items)
-        if probe.transform == "eval_shape":
-            received = probes.shapes_only(received)
+        received = probes.program_result(probe, export.exported.paths, program.value.items)
         result = probe.checker_for(checker).check(probes.without_unit_axes(stored.expected),
                                                   probes.without_unit_axes(received))
         if not result.passed:

@@ -206,6 +206,13 @@ def program_value(paths: list[str], leaves: list[Any]) -> TreeValue:
     return TreeValue(t="tree", type="program", items=list(zip(paths, leaves, strict=True)))
 
 
+def program_result(spec: ProbeSpec, paths: list[str], leaves: list[Any]) -> TreeValue:
+    """What a probe compares of a program's outputs: the tree, or for ``eval_shape`` only
+    its dtypes and shapes. The same for the reference (at build) and a submission."""
+    value = program_value(paths, leaves)
+    return shapes_only(value) if spec.transform == "eval_shape" else value
+
+
 def mesh_of(spec: ProbeSpec, args: dict[str, Any]) -> tuple[list[str], list[int]] | None:
     """The probe's mesh on one test: axis names and sizes."""
     if spec.mesh is None:
@@ -323,6 +330,10 @@ def shapes_only(value: TreeValue) -> TreeValue:
 # -- requests: what goes into the sandboxes ---------------------------------------------
 
 
+# Python scalars trace as weakly typed scalars, as jax.jit would make them.
+_SCALARS = {"float": "float32", "int": "int32", "bool": "bool"}
+
+
 def _aval(encoded: dict[str, Any], kind: str, probe: str, name: str) -> dict[str, Any]:
     """An argument's abstract value (shape, dtype; weak for Python scalars) from its stored
     encoding: what the trace is given instead of the value. A dict or list of arrays (a
@@ -331,12 +342,8 @@ def _aval(encoded: dict[str, Any], kind: str, probe: str, name: str) -> dict[str
 
     from judge.harness.codec import decode_input
 
-    if kind == "float":
-        return {"t": "aval", "shape": [], "dtype": "float32", "weak": True}
-    if kind == "int":
-        return {"t": "aval", "shape": [], "dtype": "int32", "weak": True}
-    if kind == "bool":
-        return {"t": "aval", "shape": [], "dtype": "bool", "weak": True}
+    if kind in _SCALARS:
+        return {"t": "aval", "shape": [], "dtype": _SCALARS[kind], "weak": True}
     tag = encoded.get("t")
     if tag == "dict":
         return {"t": "dict", "items": [[k, _aval(v, "any", probe, f"{name}[{k!r}]")]
@@ -344,10 +351,8 @@ def _aval(encoded: dict[str, Any], kind: str, probe: str, name: str) -> dict[str
     if tag in ("list", "tuple") and kind == "any":
         return {"t": tag, "items": [_aval(v, "any", probe, f"{name}[{i}]")
                                     for i, v in enumerate(encoded["items"])]}
-    if tag == "float":
-        return {"t": "aval", "shape": [], "dtype": "float32", "weak": True}
-    if tag == "int":
-        return {"t": "aval", "shape": [], "dtype": "int32", "weak": True}
+    if tag in ("float", "int"):  # a number inside a tree
+        return {"t": "aval", "shape": [], "dtype": _SCALARS[tag], "weak": True}
     value = decode_input(encoded)
     if kind in ("array", "numpy") or isinstance(value, np.ndarray):
         arr = np.asarray(value)

@@ -112,7 +112,7 @@ def _probe(test: dict[str, Any], entry: Any, clean: bool, fields: dict[str, Any]
     """One probe step (judge.probes): export the entry point in the submission's sandbox,
     or compile and run an exported program in a clean one. Nothing else is mixed: a clean
     run never exports, a submission's run never compiles a program it was handed."""
-    from judge.harness import codec, program
+    from judge.harness import codec
 
     if clean:
         if test.get("program") is None:
