@@ -128,10 +128,22 @@ def _probe(test: dict[str, Any], entry: Any, clean: bool, fields: dict[str, Any]
     # Tests of the same shapes and static values ask for the same export: traced once.
     key = json.dumps([test["export"], test["args"]], sort_keys=True)
     if key not in _EXPORTED:
-        args = [a if a.get("t") == "aval" else _convert(codec.decode_input(a), k, jnp, np)
+        args = [a if _abstract(a) else _convert(codec.decode_input(a), k, jnp, np)
                 for a, k in zip(test["args"], test["kinds"], strict=True)]
         _EXPORTED[key] = program.export(entry, test["export"], args, result_bytes * 3 // 4)
     fields["exported"] = _EXPORTED[key]
+
+
+def _abstract(arg: dict[str, Any]) -> bool:
+    """An export argument given as an aval, or a tree (dict, list) with avals in it: the
+    export makes ShapeDtypeStructs of it (program.export); anything else is a value."""
+    if arg.get("t") == "aval":
+        return True
+    if arg.get("t") == "dict":
+        return any(_abstract(v) for _, v in arg["items"])
+    if arg.get("t") in ("list", "tuple"):
+        return any(_abstract(v) for v in arg["items"])
+    return False
 
 
 def _alarm(signum: int, frame: Any) -> None:

@@ -158,3 +158,66 @@ def test_build_stores_each_probes_result_on_the_reference(
         assert mine.probes["shapes"].expected == theirs.probes["shapes"].expected
         # The same reference gives the same results (the package carries its own proof).
         assert json.loads(mine.model_dump_json()) == json.loads(theirs.model_dump_json())
+
+
+TREE_PROBLEM = """
+title: A loss over a parameter tree (test)
+entry_point:
+  name: loss
+  args:
+    - {name: params, type: any, doc: "{hidden: {kernel, bias}, out: {kernel}}"}
+    - {name: x, type: array, doc: "float32 inputs (N, 8)"}
+  returns: a scalar
+limits: {test_seconds: 10, total_seconds: 60, memory_mb: 2048, output_kb: 64}
+checker: {name: allclose, params: {rtol: 1.0e-5, atol: 1.0e-6}}
+tests:
+  seed: 12
+  sample:
+    - {name: small, args: {params: {tree: {hidden: {kernel: {normal: [8, 16]}, bias: {normal: [16]}}, out: {kernel: {normal: [16, 2]}}}}, x: {normal: [8, 8]}}}
+  hidden:
+    - {name: wide, args: {params: {tree: {hidden: {kernel: {normal: [8, 32]}, bias: {normal: [32]}}, out: {kernel: {normal: [32, 2]}}}}, x: {normal: [16, 8]}}}
+probes:
+  - name: split-kernels
+    mesh: {axes: [rows], shape: [8]}
+    in_specs: {params: {hidden: {kernel: [rows, null]}, out: {kernel: [rows, null]}}, x: [rows, null]}
+    memory:
+      temporaries: {reference_times: 1.5, plus: 1024}
+"""
+
+TREE_REFERENCE = """
+import jax
+import jax.numpy as jnp
+
+
+def loss(params, x):
+    h = jax.nn.relu(x @ params["hidden"]["kernel"] + params["hidden"]["bias"])
+    return jnp.mean((h @ params["out"]["kernel"]) ** 2)
+"""
+
+
+@pytest.fixture(scope="module")
+def tree_problem(tmp_path_factory: pytest.TempPathFactory, settings: Settings) -> Problem:
+    root = tmp_path_factory.mktemp("problems") / "demo" / "tree"
+    root.mkdir(parents=True)
+    (root / "problem.yaml").write_text(TREE_PROBLEM)
+    (root / "reference.py").write_text(TREE_REFERENCE)
+    (root / "statement.md").write_text("# A loss over a parameter tree\n")
+    problem = Problem.load("demo/tree", root)
+    box = get_sandbox("process", settings)
+    try:
+        build(problem, sandbox=box, settings=settings)
+    finally:
+        box.close()
+    return Problem.load("demo/tree", root)
+
+
+def test_a_parameter_tree_is_exported_leaf_by_leaf_in_its_layout(
+        sandbox: Sandbox, tree_problem: Problem, settings: Settings) -> None:
+    # The export's argument is a dict of avals (the runner keeps it abstract, leaf by
+    # leaf); each kernel arrives split over 'rows', the bias replicated (left out).
+    stored = load_tests(tree_problem)[0]
+    memory = stored.probes["split-kernels"].memory
+    assert memory is not None
+    assert memory.arguments == (8 * 16 // 8 + 16 + 16 * 2 // 8 + 8 * 8 // 8) * 4
+    report = grade(tree_problem, TREE_REFERENCE, sandbox=sandbox, settings=settings)
+    assert report.verdict is Verdict.ACCEPTED, [t.message for t in report.tests]

@@ -7,18 +7,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-from flax import nnx
 from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
 
-class MLP(nnx.Module):
-    def __init__(self, in_dim, out_dim, rngs):
-        self.hidden = nnx.Linear(in_dim, 16, rngs=rngs)
-        self.out = nnx.Linear(16, out_dim, rngs=rngs)
-
-    def __call__(self, x):
-        return self.out(jax.nn.relu(self.hidden(x)))
+def forward(params, x):
+    h = jax.nn.relu(x @ params["hidden"]["kernel"] + params["hidden"]["bias"])
+    return h @ params["out"]["kernel"] + params["out"]["bias"]
 
 
 def gathered(params):
@@ -31,12 +26,11 @@ def gathered(params):
     }
 
 
-def fsdp_step(seed, x, y, learning_rate, mesh_shape):
+def fsdp_step(params, x, y, learning_rate, mesh_shape):
     shape = tuple(int(s) for s in mesh_shape)
     names = ("data", "model")[: len(shape)]
     mesh = Mesh(np.array(jax.devices()[: int(np.prod(shape))]).reshape(shape), names)
 
-    graphdef, params = nnx.split(MLP(x.shape[1], y.shape[1], nnx.Rngs(seed)), nnx.Param)
     tx = optax.adam(learning_rate)
     opt_state = tx.init(params)
     spec = lambda a: P("data", None) if a.ndim == 2 else P()
@@ -45,8 +39,7 @@ def fsdp_step(seed, x, y, learning_rate, mesh_shape):
 
     def local_step(params, opt_state, x, y):
         def loss_fn(p):
-            model = nnx.merge(graphdef, gathered(p))
-            return jax.lax.pmean(jnp.mean((model(x) - y) ** 2), "data")
+            return jax.lax.pmean(jnp.mean((forward(gathered(p), x) - y) ** 2), "data")
 
         loss, grads = jax.value_and_grad(loss_fn)(params)
         updates, opt_state = tx.update(grads, opt_state, params)

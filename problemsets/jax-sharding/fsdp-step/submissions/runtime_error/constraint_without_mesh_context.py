@@ -1,6 +1,13 @@
 # Runtime error: the step pins the layout with jax.lax.with_sharding_constraint and bare
 # PartitionSpecs, but is called outside `with jax.set_mesh(mesh):`. Without a mesh context a
 # PartitionSpec names axes of no mesh, and JAX raises.
+"""One FSDP Adam step with nnx.jit on an Auto mesh.
+
+Kernels are split on their first dimension over 'data', biases and Adam's step count are
+replicated, and Adam's moments follow their parameters (nnx.Optimizer's state is placed
+with the same rule). The constraint at the end of the step pins the new state to the layout.
+"""
+
 import jax
 import jax.numpy as jnp
 import optax
@@ -8,13 +15,11 @@ from flax import nnx
 from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-HIDDEN = 16
-
 
 class MLP(nnx.Module):
-    def __init__(self, in_dim, out_dim, rngs):
-        self.hidden = nnx.Linear(in_dim, HIDDEN, rngs=rngs)
-        self.out = nnx.Linear(HIDDEN, out_dim, rngs=rngs)
+    def __init__(self, in_dim, hidden, out_dim, rngs):
+        self.hidden = nnx.Linear(in_dim, hidden, rngs=rngs)
+        self.out = nnx.Linear(hidden, out_dim, rngs=rngs)
 
     def __call__(self, x):
         return self.out(jax.nn.relu(self.hidden(x)))
@@ -38,11 +43,18 @@ def train_step(model, optimizer, x, y):
     return loss
 
 
-def fsdp_step(seed, x, y, learning_rate, mesh_shape):
+def fsdp_step(params, x, y, learning_rate, mesh_shape):
     names = ("data", "model")[: len(mesh_shape)]
     mesh = jax.make_mesh(tuple(mesh_shape), names, axis_types=(AxisType.Auto,) * len(names))
 
-    model = MLP(x.shape[1], y.shape[1], rngs=nnx.Rngs(seed))
+    # An abstract model (no arrays made) of the right shapes, then the given parameters.
+    in_dim, hidden = params["hidden"]["kernel"].shape
+    out_dim = params["out"]["kernel"].shape[1]
+    model = nnx.eval_shape(lambda: MLP(in_dim, hidden, out_dim, rngs=nnx.Rngs(0)))
+    state = nnx.state(model, nnx.Param)
+    nnx.replace_by_pure_dict(state, params)
+    nnx.update(model, state)
+
     optimizer = nnx.Optimizer(model, optax.adam(learning_rate), wrt=nnx.Param)
     state = nnx.state((model, optimizer))
     shardings = jax.tree.map(lambda a: NamedSharding(mesh, fsdp_spec(a)), state)

@@ -4,20 +4,8 @@
 import jax
 import jax.numpy as jnp
 import optax
-from flax import nnx
 from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
-
-HIDDEN = 16
-
-
-class MLP(nnx.Module):
-    def __init__(self, in_dim, out_dim, rngs):
-        self.hidden = nnx.Linear(in_dim, HIDDEN, rngs=rngs)
-        self.out = nnx.Linear(HIDDEN, out_dim, rngs=rngs)
-
-    def __call__(self, x):
-        return self.out(jax.nn.relu(self.hidden(x)))
 
 
 def fsdp_spec(array):
@@ -39,15 +27,13 @@ def train_step(params, opt_state, x, y, learning_rate):
     return loss, optax.apply_updates(params, updates), opt_state
 
 
-def fsdp_step(seed, x, y, learning_rate, mesh_shape):
+def fsdp_step(params, x, y, learning_rate, mesh_shape):
     names = ("data", "model")[: len(mesh_shape)]
     mesh = jax.make_mesh(tuple(mesh_shape), names, axis_types=(AxisType.Auto,) * len(names))
     layout = lambda tree: jax.tree.map(lambda a: NamedSharding(mesh, fsdp_spec(a)), tree)
 
-    model = MLP(x.shape[1], y.shape[1], rngs=nnx.Rngs(seed))
-    params = nnx.state(model, nnx.Param).to_pure_dict()
+    params = jax.device_put(params, layout(params))  # the parameters first, then Adam's
     opt_state = optax.adam(learning_rate).init(params)  # (ScaleByAdamState, EmptyState)
-    params = jax.device_put(params, layout(params))
     opt_state = jax.device_put(opt_state, layout(opt_state))  # mu, nu like params; count P()
 
     batch = NamedSharding(mesh, P("data", None))
