@@ -46,7 +46,7 @@ lint: install
 # verify and the security suite run in the zygote sandbox (the fast path, as the service);
 # the security suite runs once more with a fresh container per submission.
 test: lint services
-	$(BIN)/jaxjudge verify
+	$(BIN)/jaxjudge verify --strict
 	$(BIN)/pytest
 	JAXJUDGE_SECURITY_SANDBOX=docker $(BIN)/pytest tests/security --deselect tests/security/test_zygote.py
 
@@ -58,7 +58,7 @@ test-fast: install
 	$(BIN)/pytest -m "not slow"
 
 verify: install
-	$(BIN)/jaxjudge verify
+	$(BIN)/jaxjudge verify --strict
 
 bench: install
 	$(BIN)/python bench/grade_problems.py

@@ -32,7 +32,7 @@ from judge.testdata import load_tests
 from judge.verdict import Verdict
 
 PROBLEMS = ["jax-sharding/tensor-parallel-mlp", "jax-sharding/data-parallel-step",
-            "demo/probed"]
+            "jax-sharding/fsdp-step", "demo/probed"]
 
 
 def without_probes(problem: Problem) -> Problem:

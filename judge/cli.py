@@ -104,6 +104,13 @@ def show(obj: Context, problem_id: str) -> None:
     obj.out.print(f"\n[bold]Limits[/bold]: {lim.test_seconds:g} s of CPU time per test, "
                   f"{lim.total_seconds:g} s in all, {lim.memory_mb} MiB, "
                   f"{lim.output_kb} KiB of output")
+    if spec.probes:
+        obj.out.print("\n[bold]Probes[/bold]: what the judge checks of the program it compiles "
+                      "from your function, in a sandbox that runs none of your code")
+        for probe in spec.probes:
+            obj.out.print(f"  {probe.name}" + (f": {escape(probe.doc)}" if probe.doc else ""))
+            for line in probe.summary():
+                obj.out.print(f"    {escape(line)}")
     obj.out.print("\n[bold]Sample tests[/bold]")
     for test in load_tests(problem):
         if test.visibility != "sample":

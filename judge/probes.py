@@ -168,10 +168,61 @@ class ProbeSpec(_Model):
             raise ValueError(f"probe {self.name!r}: eval_shape compiles nothing to inspect")
         return self
 
+    def summary(self) -> list[str]:
+        """What the probe does and checks, in lines for a student (``jaxjudge show``): the
+        author's words, then the declared transformation, mesh and bounds."""
+        how = {"jit": "jax.jit", "grad": "jax.grad", "value_and_grad": "jax.value_and_grad",
+               "jacobian": "jax.jacobian", "vmap": "jax.vmap",
+               "eval_shape": "jax.eval_shape"}[self.transform]
+        if self.argnums:
+            how += f" (argnums {', '.join(str(a) for a in self.argnums)})"
+        if self.in_axes:
+            how += " (in_axes " + ", ".join(f"{k}={v}" for k, v in self.in_axes.items()) + ")"
+        lines = [f"{how} of your function, compiled as one program"
+                 + (f" (static: {', '.join(self.static)})" if self.static else "")]
+        if self.mesh is not None:
+            size = (" x ".join(str(n) for n in self.mesh.shape) if self.mesh.shape else
+                    f"sizes from {self.mesh.shape_arg}")
+            lines.append(f"on a mesh ({', '.join(self.mesh.axes)}) of {size}")
+        if self.in_specs:
+            lines.append("inputs laid out: " + "; ".join(
+                f"{k} {_spec_text(v)}" for k, v in self.in_specs.items()))
+        lines.append("on tests: " + (", ".join(self.tests) if self.tests else "every test"))
+        if self.values:
+            lines.append("checks: the program's results")
+        for rule in self.collectives:
+            over = f" over {', '.join(rule.axes)}" if rule.axes else ""
+            bounds = [f"at least {rule.at_least}" if rule.at_least is not None else "",
+                      f"at most {rule.at_most}" if rule.at_most is not None else ""]
+            lines.append(f"checks: {' and '.join(b for b in bounds if b)} {rule.op}{over}")
+        for metric, bound in self.memory.items():
+            lines.append(f"checks: {metric} memory per device {_bound_text(bound, 'bytes')}")
+        if self.flops is not None:
+            lines.append(f"checks: work per device {_bound_text(self.flops, 'flops')}")
+        lines += [f"checks: the program has {op}" for op in self.ops.present]
+        lines += [f"checks: the program has no {op}" for op in self.ops.absent]
+        return lines
+
     def checker_for(self, default: Checker) -> Checker:
         if self.checker is None:
             return default
         return get_checker(self.checker.name, self.checker.params)
+
+
+def _spec_text(spec: Any) -> str:
+    if isinstance(spec, dict):
+        return "{" + ", ".join(f"{k}: {_spec_text(v)}" for k, v in spec.items()) + "}"
+    return "P(" + ", ".join("None" if a is None else repr(a) for a in spec) + ")"
+
+
+def _bound_text(bound: Bound, unit: str) -> str:
+    parts = []
+    if bound.reference_times is not None:
+        parts.append(f"at most {bound.reference_times:g} x the reference's on the same test"
+                     + (f" + {bound.plus} {unit}" if bound.plus else ""))
+    if bound.at_most is not None:
+        parts.append(f"at most {bound.at_most} {unit}")
+    return " and ".join(parts)
 
 
 class StoredProbe(_Model):

@@ -60,6 +60,25 @@ def test_show_prints_statement_signature_and_samples_only(capsys) -> None:
     assert "eight" not in out and "one:" not in out  # hidden tests stay hidden
 
 
+def test_show_lists_each_probe_with_what_it_checks(capsys) -> None:
+    code, out, _ = jaxjudge(capsys, "show", "demo/probed")
+    assert code == 0
+    probes = out[out.index("Probes"):out.index("Sample tests")]
+    assert "gradient: jax.grad of the loss with respect to w" in probes
+    assert "jax.grad (argnums w) of your function" in probes
+    assert "jax.vmap (in_axes w=None, x=0) of your function" in probes
+    assert "on a mesh (rows) of 8" in probes and "x P('rows', None)" in probes
+    assert "at least 1 and at most 1 all-reduce over rows" in probes
+    assert "at most 0 all-gather" in probes
+    assert "temporaries memory per device at most 2 x the reference's on the same test " \
+        "+ 1024 bytes" in probes
+    assert "work per device at most 1.5 x the reference's" in probes
+    assert "the program has no while" in probes
+    # A problem without probes prints no such section.
+    code, out, _ = jaxjudge(capsys, "show", "demo/layout")
+    assert "Probes" not in out
+
+
 @pytest.mark.slow
 def test_grade_json_prints_the_report_alone_on_stdout(capsys, tmp_path: Path) -> None:
     code, out, err = jaxjudge(capsys, "grade", "demo/layout", write(tmp_path, "a.py", CORRECT.encode()),
