@@ -94,6 +94,19 @@ class ProbeRun:
     program: TestRun | None = None
 
 
+@dataclass(frozen=True)
+class _ProbeSlot:
+    """One probe on one test: the export asked of the submission's run (``export``, an
+    extra test of its job) and what the clean run needs to run the program it returns."""
+
+    test: int  # the position of the test it probes
+    export: JobTest
+    probe: ProbeSpec
+    program: ProgramRequest
+    values: list[dict]
+    kinds: list[str]
+
+
 def run_with_probes(problem: Problem, code: str, tests: list[tuple[str, dict[str, dict]]], *,
                     sandbox: Sandbox, settings: Settings, label: str = "",
                     hidden: list[bool] | None = None
@@ -105,7 +118,7 @@ def run_with_probes(problem: Problem, code: str, tests: list[tuple[str, dict[str
     job = make_job(problem, code, [args for _, args in tests], settings, label, hidden)
     arg_names = [a.name for a in problem.spec.entry_point.args]
     kinds: list[str] = [a.type for a in problem.spec.entry_point.args]
-    slots: list[tuple[int, JobTest, ProbeSpec, ProgramRequest, list[dict], list[str]]] = []
+    slots: list[_ProbeSlot] = []
     ordered: list[JobTest] = []
     for i, (test, (name, args)) in enumerate(zip(job.tests, tests, strict=True)):
         ordered.append(test)
@@ -115,10 +128,10 @@ def run_with_probes(problem: Problem, code: str, tests: list[tuple[str, dict[str
                     probe, arg_names, kinds, args)
             except ValueError as exc:
                 raise ProblemError(f"{problem.id}: {exc}") from None
-            slot = JobTest(index=len(tests) + len(slots), args=export_args,
-                           kinds=kinds, hidden=test.hidden, export=export)  # type: ignore[arg-type]
-            ordered.append(slot)
-            slots.append((i, slot, probe, program, values, value_kinds))
+            asked = JobTest(index=len(tests) + len(slots), args=export_args,
+                            kinds=kinds, hidden=test.hidden, export=export)  # type: ignore[arg-type]
+            ordered.append(asked)
+            slots.append(_ProbeSlot(i, asked, probe, program, values, value_kinds))
     if slots:
         job = job.model_copy(update={"tests": ordered})
     outcome = sandbox.run(job)
@@ -130,12 +143,12 @@ def run_with_probes(problem: Problem, code: str, tests: list[tuple[str, dict[str
     outcome = outcome.model_copy(update={"tests": [r for r in outcome.tests
                                                    if r.index < len(tests)]})
     programs = []
-    for position, (_, slot, _, program, values, value_kinds) in enumerate(slots):
-        exported = runs.get(slot.index)
+    for position, slot in enumerate(slots):
+        exported = runs.get(slot.export.index)
         if exported is not None and exported.status == "ok" and exported.exported is not None:
-            request = program.model_copy(update={"program": exported.exported.program})
-            programs.append(JobTest(index=position, args=values, kinds=value_kinds,  # type: ignore[arg-type]
-                                    hidden=slot.hidden, program=request))
+            request = slot.program.model_copy(update={"program": exported.exported.program})
+            programs.append(JobTest(index=position, args=slot.values, kinds=slot.kinds,  # type: ignore[arg-type]
+                                    hidden=slot.export.hidden, program=request))
     ran: dict[int, TestRun] = {}
     if programs:
         clean = Job(code="", entry_point="", tests=programs, limits=job.limits,
@@ -147,10 +160,11 @@ def run_with_probes(problem: Problem, code: str, tests: list[tuple[str, dict[str
                                      f"compiled programs: {result.status} {result.message}")
         ran = {r.index: r for r in result.tests}
     found: dict[int, list[ProbeRun]] = {}
-    for position, (i, slot, probe, *_rest) in enumerate(slots):
-        export_run = runs.get(slot.index) or TestRun(index=slot.index, status="not_run",
-                                                     message="not run")
-        found.setdefault(i, []).append(ProbeRun(probe, export_run, ran.get(position)))
+    for position, slot in enumerate(slots):
+        export_run = runs.get(slot.export.index) or TestRun(
+            index=slot.export.index, status="not_run", message="not run")
+        found.setdefault(slot.test, []).append(ProbeRun(slot.probe, export_run,
+                                                        ran.get(position)))
     return outcome, found
 
 
