@@ -263,8 +263,8 @@ def verify(obj: Context, problem_ids: tuple[str, ...], sandbox_name: str | None,
            jobs: int, strict: bool) -> None:
     """Check packages: data hash, inputs, reference and every example submission; then
     report what is missing or weak."""
+    from judge.verify import explain, weaknesses
     from judge.verify import verify as verify_problem
-    from judge.verify import weaknesses
 
     problems = [obj.catalog.get(i) for i in problem_ids] if problem_ids else obj.catalog.all()
     # One zygote per grading at once: the fast path, as in the service.
@@ -282,8 +282,10 @@ def verify(obj: Context, problem_ids: tuple[str, ...], sandbox_name: str | None,
                 if not check.ok:
                     failures += 1
                     line += f" (expected {escape(check.expected)})"
-                    if check.report and check.report.message:
-                        line += f"\n      {escape(check.report.message.splitlines()[0])}"
+                    why = explain(check.report, check.ok)
+                    if why:
+                        line += "".join(f"\n      {escape(part)}"
+                                        for part in why.splitlines()[:5])
                 obj.out.print(line)
             if all(c.ok for c in checks):
                 for weakness in weaknesses(problem, checks):

@@ -35,6 +35,24 @@ class Check:
         return self.expected == self.got
 
 
+def explain(report: VerdictReport | None, ok: bool) -> str:
+    """For the author (the package is theirs: hidden tests included): why a check did not
+    get what it should (the report's own message, else the first test that was not
+    accepted, its verdict and message), or the slowest test when it did. ``jaxjudge
+    verify`` prints it under a failed check; the service's build records it with each."""
+    if report is None:
+        return ""
+    if ok:
+        slowest = max(report.tests, key=lambda t: t.time_ms, default=None)
+        return f"slowest test {slowest.name!r}: {slowest.time_ms:.0f} ms" if slowest else ""
+    if report.message:
+        return report.message
+    wrong = next((t for t in report.tests if t.verdict != Verdict.ACCEPTED), None)
+    if wrong is not None:
+        return f"test {wrong.name!r} ({wrong.visibility}): {wrong.verdict.value}: {wrong.message}"
+    return f"every test {Verdict.ACCEPTED.value}"
+
+
 def examples(problem: Problem) -> list[tuple[str, str]]:
     """(relative path, verdict) of every example submission, sorted."""
     out = []

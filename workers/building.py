@@ -30,9 +30,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 from judge.build import build
 from judge.errors import JudgeError, ProblemError, SandboxError
 from judge.problem import Problem
-from judge.report import VerdictReport
-from judge.verdict import Verdict
-from judge.verify import Check, verify, weaknesses
+from judge.verify import Check, explain, verify, weaknesses
 from service.backoff import backoff
 from service.packages import files_under, pack, unpack
 from service.problemsets import (
@@ -126,7 +124,7 @@ def _build(ctx: Context, taken: BuildClaim, root: Path, steps: list[dict[str, An
     try:
         for check in running:
             checks.append(check)
-            step(check.subject, check.expected, check.got, _detail(check.report, check.ok))
+            step(check.subject, check.expected, check.got, explain(check.report, check.ok))
             if time.monotonic() > deadline:
                 raise _Over
     except JudgeError as exc:  # a package the checks cannot read (an example that is not UTF-8)
@@ -139,19 +137,3 @@ def _build(ctx: Context, taken: BuildClaim, root: Path, steps: list[dict[str, An
             f"{c.subject}: expected {c.expected}, got {c.got}" for c in failed), []
     data = pack(files_under(problem.data_dir))
     return data, None, weaknesses(problem, checks)
-
-
-def _detail(report: VerdictReport | None, ok: bool) -> str:
-    """For the author (the package is theirs: hidden tests included): why a check did
-    not get what it should, or the slowest test when it did."""
-    if report is None:
-        return ""
-    if ok:
-        slowest = max(report.tests, key=lambda t: t.time_ms, default=None)
-        return f"slowest test {slowest.name!r}: {slowest.time_ms:.0f} ms" if slowest else ""
-    if report.message:
-        return report.message
-    wrong = next((t for t in report.tests if t.verdict != Verdict.ACCEPTED), None)
-    if wrong is not None:
-        return f"test {wrong.name!r} ({wrong.visibility}): {wrong.verdict.value}: {wrong.message}"
-    return f"every test {Verdict.ACCEPTED.value}"

@@ -277,6 +277,17 @@ def test_build_then_verify_and_verify_catches_a_misfiled_example(
     code, out, _ = jaxjudge(capsys, "verify", "demo/layout")
     assert code == 1
     assert "FAIL" in out and "not_wrong.py: accepted (expected wrong_answer)" in out
+    assert "not_wrong.py: accepted (expected wrong_answer)\n      every test accepted" in out
+
+    # An example that fails names the test that decided it, and why.
+    (package / "submissions" / "wrong_answer" / "not_wrong.py").unlink()
+    (package / "submissions" / "accepted" / "good.py").write_text(
+        CORRECT.replace("def layout(", "def _layout(") + "\n\ndef layout(*args):\n"
+        "    return _layout(*args) if args[0] != 8 else None\n")
+    code, out, _ = jaxjudge(capsys, "verify", "demo/layout")
+    assert code == 1
+    assert "good.py: wrong_answer (expected accepted)\n      test 'eight' (hidden): " \
+        "wrong_answer: " in out, out
 
 
 @pytest.mark.slow
