@@ -92,9 +92,16 @@ def verify(problem: Problem, *, sandbox: Sandbox, settings: Settings, jobs: int 
             yield Check(problem.id, rel, verdict, report.verdict.value, report)
 
 
+def _failing(report: VerdictReport, names: set[str]) -> frozenset[str]:
+    """Which of ``names`` a report did not accept (one it has no line for, because the
+    grading stopped before it, was not passed)."""
+    return frozenset(names - {t.name for t in report.tests if t.verdict == Verdict.ACCEPTED})
+
+
 def weaknesses(problem: Problem, checks: list[Check]) -> list[str]:
     """What a package that passes its checks still lacks, from those checks' reports:
-    no wrong answer to show that the hidden tests catch a mistake, no accepted example
+    no wrong answer to show that the hidden tests catch a mistake (or only one, or several
+    that fail exactly the same tests), no runtime-error example, no accepted example
     other than the reference, hidden tests that every wrong answer passes, and a
     reference that uses more than a tenth of the time limit in CPU time (a correct but
     slower submission would time out). Empty for a package with nothing to add."""
@@ -110,8 +117,18 @@ def weaknesses(problem: Problem, checks: list[Check]) -> list[str]:
                and (problem.path / rel).read_text(encoding="utf-8") != reference_text
                for rel, verdict in filed):
         found.append("no accepted example other than the reference")
+    if not any(verdict == Verdict.RUNTIME_ERROR.value for _, verdict in filed):
+        found.append("no runtime_error example: nothing shows that the likeliest crash gets "
+                     "its verdict and a message a student can act on")
     reports = [c.report for c in wrong if c is not None and c.report is not None]
     if reports and len(reports) == len(wrong):
+        names = {t.name for r in reports for t in r.tests}
+        if len(reports) == 1:
+            found.append("one wrong_answer example: add a second mistake, one that other "
+                         "tests catch")
+        elif len({_failing(r, names) for r in reports}) == 1:
+            found.append(f"all {len(reports)} wrong answers fail exactly the same tests: no "
+                         "test tells one mistake from another")
         hidden = [t.name for t in reports[0].tests if t.visibility == "hidden"]
         caught = {t.name for r in reports for t in r.tests
                   if t.visibility == "hidden" and t.verdict != Verdict.ACCEPTED}

@@ -373,9 +373,21 @@ def test_a_new_package_verifies_strictly_then_verify_names_its_weaknesses(
     slow = re.search(r"the reference takes (\d+\.\d\d) s of CPU time on test '[a-z-]+', "
                      r"more than a tenth of the 5 s limit", out)
     assert slow and 0.6 <= float(slow[1]) < 5, out
-    assert "2 weakness(es) to look at" in out
+    assert "one wrong_answer example: add a second mistake" in out
+    assert "3 weakness(es) to look at" in out
     code, out, _ = jaxjudge(capsys, "verify", "--strict", "course-a/softmax-rows")
-    assert code == 1 and "2 weakness(es), and --strict" in out
+    assert code == 1 and "3 weakness(es), and --strict" in out
+
+    # Two wrong answers that fail exactly the same tests, and no runtime error example.
+    wrong = package / "submissions" / "wrong_answer"
+    (wrong / "no_max_shift_again.py").write_text(
+        "# the same mistake, written differently\n" + (wrong / "no_max_shift.py").read_text())
+    shutil.rmtree(package / "submissions" / "runtime_error")
+    code, out, _ = jaxjudge(capsys, "verify", "course-a/softmax-rows")
+    assert code == 0, out
+    assert "all 2 wrong answers fail exactly the same tests" in out
+    assert "no runtime_error example" in out
+    assert "one wrong_answer example" not in out
 
 
 def test_new_refuses_a_bad_id_or_an_existing_package_with_exit_2(capsys, problems: Path) -> None:
