@@ -363,9 +363,37 @@ def _render(value: Any) -> str:
 VALUE: TypeAdapter[Any] = TypeAdapter(Value)
 
 
+SMALL_INPUT = 16  # elements: a sample input array this small is shown in full
+
+
 def render_input(encoded: dict[str, Any], limit: int = 500) -> str:
-    """A test input, briefly: arrays by dtype and shape, everything else by value."""
-    value = VALUE.validate_python(encoded)
+    """A test input for a student: an array of at most ``SMALL_INPUT`` elements in full,
+    a larger one summarised (dtype, shape, and its smallest, mean and largest values),
+    at any depth of a list or dict; everything else by value. Cut at ``limit``."""
+    text = _render_input(VALUE.validate_python(encoded))
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _render_input(value: Any) -> str:
     if isinstance(value, ArrayValue):
-        return f"<{value.dtype} array of shape {tuple(value.shape)}>"
-    return render(value, limit)
+        try:
+            arr = value.to_numpy()
+        except ValueError as exc:
+            return f"<invalid array: {exc}>"
+        where = f"{value.dtype} array of shape {tuple(value.shape)}"
+        if arr.size <= SMALL_INPUT:
+            body = np.array2string(arr, separator=", ", precision=4)
+            return f"{body} ({value.dtype}, shape {tuple(value.shape)})"
+        if arr.dtype.kind in "biuf":
+            finite = arr[np.isfinite(arr)] if arr.dtype.kind == "f" else arr
+            if finite.size:
+                numbers = finite.astype(np.float64)
+                return (f"<{where}: min {numbers.min():.4g}, mean {numbers.mean():.4g}, "
+                        f"max {numbers.max():.4g}>")
+        return f"<{where}>"
+    if isinstance(value, ListValue):
+        inner = ", ".join(_render_input(v) for v in value.items)
+        return f"[{inner}]" if value.t == "list" else f"({inner}{',' if len(value.items) == 1 else ''})"
+    if isinstance(value, DictValue):
+        return "{" + ", ".join(f"{k}: {_render_input(v)}" for k, v in value.items) + "}"
+    return _render(value)

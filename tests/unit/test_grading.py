@@ -147,7 +147,7 @@ def test_all_accepted() -> None:
     assert report.timings.import_ms == 500.0 and report.timings.startup_ms == 1.0
     assert report.message == "" and all(t.message == "" for t in report.tests)
     sample = report.tests[0]
-    assert sample.input == "x=<float64 array of shape (1,)>"
+    assert sample.input == "x=[3.] (float64, shape (1,))"  # small: shown in full
     assert sample.expected is not None and "1.5" in sample.expected
     assert sample.received is not None and "2.5" in sample.received
     assert report.tests[1].input == "x=7" and report.tests[1].expected == "42"
@@ -213,7 +213,7 @@ def test_sample_wrong_answer_shows_expected_and_received() -> None:
     assert "expected 2.5" in s1.message and "got 9.0" in s1.message
     assert s1.expected is not None and "2.5" in s1.expected
     assert s1.received is not None and "9." in s1.received
-    assert s1.input == "x=<float64 array of shape (1,)>"
+    assert s1.input == "x=[3.] (float64, shape (1,))"
 
 
 def test_sample_inputs_of_every_kind_are_shown() -> None:

@@ -448,8 +448,16 @@ def test_render_never_fails_on_arrays(arr: np.ndarray) -> None:
 @pytest.mark.parametrize(
     "value, text",
     [
-        (np.zeros((2, 3), np.float32), "<float32 array of shape (2, 3)>"),
-        (np.int8(3), "<int8 array of shape ()>"),
+        (np.arange(6, dtype=np.float32).reshape(2, 3) / 4,
+         "[[0.  , 0.25, 0.5 ],\n [0.75, 1.  , 1.25]] (float32, shape (2, 3))"),
+        (np.int8(3), "3 (int8, shape ())"),
+        (np.arange(64, dtype=np.float32).reshape(8, 8),
+         "<float32 array of shape (8, 8): min 0, mean 31.5, max 63>"),
+        (np.array([np.nan] * 20, np.float32), "<float32 array of shape (20,)>"),
+        ({"w": np.ones(20, np.int32), "b": np.zeros(2, np.float32)},
+         "{w: <int32 array of shape (20,): min 1, mean 1, max 1>, "
+         "b: [0., 0.] (float32, shape (2,))}"),
+        ([np.ones(3, np.float32)], "[[1., 1., 1.] (float32, shape (3,))]"),
         (2.5, "2.5"),
         (float("-inf"), "-inf"),
         (7, "7"),
