@@ -48,9 +48,9 @@ class ExactChecker(Checker):
             to_numeric(expected)
         except NotNumeric:
             return compare_structure(expected, received, self._leaf)
-        return self._leaf(expected, received)
+        return self._leaf(expected, received, "")
 
-    def _leaf(self, expected: Any, received: Any) -> CheckResult:
+    def _leaf(self, expected: Any, received: Any, path: str) -> CheckResult:
         arrays = as_arrays(expected, received)
         if isinstance(arrays, CheckResult):
             return arrays

@@ -3,7 +3,8 @@
 Policy, for each array in the expected value (a single array, or arrays, PartitionSpecs
 and NamedShardings anywhere in a list, dict or pytree):
 
-- Values as ``allclose`` (rtol, atol, NaN equal to NaN); skip with ``check_values: false``.
+- Values as ``allclose`` (rtol, atol, per-path ``tolerances``, NaN equal to NaN); skip
+  with ``check_values: false``.
 - The received value must be a ``jax.Array`` (a NumPy array has no sharding). Its mesh
   must have the same axis names, in order, with the same sizes; its PartitionSpec must
   equal the expected one once both are normalised (trailing ``None`` dropped,
@@ -20,7 +21,7 @@ from typing import Any
 from pydantic import Field
 
 from judge.checkers import reasons
-from judge.checkers.allclose import AllcloseParams, close
+from judge.checkers.allclose import AllcloseParams, PathName, Tolerance, close
 from judge.checkers.base import Checker, CheckerParams, CheckResult
 from judge.checkers.numeric import as_arrays
 from judge.checkers.structure import compare_layout, compare_structure
@@ -30,6 +31,8 @@ from judge.values import ArrayValue
 class ShardingParams(CheckerParams):
     rtol: float = Field(default=1e-5, ge=0)
     atol: float = Field(default=1e-8, ge=0)
+    tolerances: dict[PathName, Tolerance] = Field(default_factory=dict, max_length=100,
+                                                  description="As allclose's.")
     check_values: bool = True
     shard_shapes: bool = True
     check_placement: bool = False
@@ -43,12 +46,14 @@ class ShardingChecker(Checker):
     def check(self, expected: Any, received: Any) -> CheckResult:
         return compare_structure(expected, received, self._leaf)
 
-    def _leaf(self, expected: Any, received: Any) -> CheckResult:
+    def _leaf(self, expected: Any, received: Any, path: str) -> CheckResult:
         if self.params.check_values:
             arrays = as_arrays(expected, received)
             if isinstance(arrays, CheckResult):
                 return arrays
-            result = close(*arrays, AllcloseParams(rtol=self.params.rtol, atol=self.params.atol))
+            tolerance = AllcloseParams(rtol=self.params.rtol, atol=self.params.atol,
+                                       tolerances=self.params.tolerances).at(path)
+            result = close(*arrays, tolerance)
             if not result.passed:
                 return result
         if not isinstance(expected, ArrayValue) or expected.sharding is None:

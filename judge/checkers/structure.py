@@ -13,6 +13,7 @@ one of the fixed sentences of :mod:`judge.checkers.reasons`; what the submission
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -35,7 +36,14 @@ from judge.values import (
     render,
 )
 
-Leaf = Callable[[Any, Any], CheckResult]
+Leaf = Callable[[Any, Any, str], CheckResult]  # expected, received, the leaf's key path
+_STEP = re.compile(r"\['((?:[^'\\]|\\.)*)'\]|\[(\d+)\]|\.([^.\[]+)")
+
+
+def dotted(path: str) -> str:
+    """A key path as the checkers write it (``['params']['hidden'][0]``, or a pytree's
+    ``.hidden.kernel``) in the dotted form a problem names it by: ``params.hidden.0``."""
+    return ".".join(next(g for g in m.groups() if g is not None) for m in _STEP.finditer(path))
 NUMERIC = (ArrayValue, BoolValue, IntValue, FloatValue)
 
 
@@ -74,7 +82,7 @@ def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
 def _compare(expected: Any, received: Any, leaf: Leaf, path: str) -> CheckResult:
     """Failures found at this level get ``path`` once; deeper ones come back whole."""
     if isinstance(expected, NUMERIC):
-        return _at(path, leaf(expected, received))
+        return _at(path, leaf(expected, received, path))
     if isinstance(expected, ListValue) and not isinstance(received, TreeValue):
         if not isinstance(received, ListValue):
             return _at(path, _wrong_type(expected, received))

@@ -297,3 +297,58 @@ def test_list_of_mixed_leaves() -> None:
     passes(["ok", 1.0, None], ("ok", 1.0 + 1e-9, None))
     result = fails(["ok", 1.0, None], ["ok", 1.1, None])
     assert result.reason == f"at [1]: {reasons.VALUES}"
+
+
+# -- per-path tolerances -----------------------------------------------------------------
+
+STEP = {"loss": np.float32(2.0),
+        "params": {"hidden": {"kernel": np.ones((2, 2), np.float32),
+                              "bias": np.ones(2, np.float32)},
+                   "out": {"kernel": np.ones((2, 1), np.float32)}}}
+
+
+def off_by(tree: Any, where: tuple[str, ...], delta: float) -> Any:
+    """A copy of ``tree`` with the leaf at ``where`` moved by ``delta``."""
+    if not where:
+        return tree + np.asarray(delta, np.asarray(tree).dtype)
+    return {k: off_by(v, where[1:], delta) if k == where[0] else v for k, v in tree.items()}
+
+
+def test_a_tolerance_set_for_a_subtree_applies_to_its_leaves_only() -> None:
+    loose = {"tolerances": {"params.hidden": {"atol": 0.1}}}
+    passes(STEP, off_by(STEP, ("params", "hidden", "kernel"), 0.05), **loose)
+    passes(STEP, off_by(STEP, ("params", "hidden", "bias"), 0.05), **loose)
+    # Not a prefix on a key boundary, and another subtree: the problem's own tolerance.
+    result = fails(STEP, off_by(STEP, ("params", "out", "kernel"), 0.05), **loose)
+    assert result.reason.startswith("at ['params']['out']['kernel']: ")
+    fails(STEP, off_by(STEP, ("params", "hidden", "kernel"), 0.05),
+          tolerances={"params.hid": {"atol": 0.1}})
+
+
+def test_the_longest_path_wins_and_an_unset_bound_is_the_problems() -> None:
+    params = {"atol": 0.2, "tolerances": {"params": {"atol": 0.1},
+                                          "params.hidden.kernel": {"rtol": 0.0}}}
+    # params.hidden.kernel: rtol 0 from its own entry, atol 0.2 from the problem's.
+    passes(STEP, off_by(STEP, ("params", "hidden", "kernel"), 0.15), **params)
+    # params.hidden.bias: the 'params' entry's atol 0.1.
+    fails(STEP, off_by(STEP, ("params", "hidden", "bias"), 0.15), **params)
+    passes(STEP, off_by(STEP, ("params", "hidden", "bias"), 0.05), **params)
+    passes(STEP, off_by(STEP, ("loss",), 0.15), **params)
+
+
+def test_tolerances_name_list_items_and_pytree_leaves_by_dotted_paths() -> None:
+    # (A list of arrays of one shape is one array: its items are leaves when they differ.)
+    two = [np.ones(2, np.float32), np.ones(3, np.float32)]
+    passes(two, [two[0], two[1] + 0.5], tolerances={"1": {"atol": 1.0}})
+    fails(two, [two[0] + 0.5, two[1]], tolerances={"1": {"atol": 1.0}})
+    from judge.checkers.structure import dotted
+    assert dotted("['params']['hidden'][0]") == "params.hidden.0"
+    assert dotted(".hidden.kernel") == "hidden.kernel"
+    assert dotted("['it\\'s']") == "it\\'s"
+
+
+@pytest.mark.parametrize("bad", [{"": {"atol": 1}}, {"a..b": {"atol": 1}},
+                                 {"a": {"atol": -1}}, {"a": {"tol": 1}}])
+def test_a_bad_tolerance_is_a_config_error(bad: dict[str, Any]) -> None:
+    with pytest.raises(ConfigError):
+        get_checker("allclose", {"tolerances": bad})

@@ -342,3 +342,15 @@ def test_a_sharded_nnx_state(mesh) -> None:
     passes(expected, make((None, "model")))
     result = fails(expected, make(("data", "model")))
     assert result.reason == f"at ['kernel']: {reasons.PSPEC}"
+
+
+def test_per_path_tolerances_apply_to_values_and_the_layout_is_still_checked() -> None:
+    mesh = jax.make_mesh((8,), ("data",), axis_types=(jax.sharding.AxisType.Auto,))
+    expected = {"loss": put(mesh, P(), np.float32(2.0)), "w": put(mesh, P("data"))}
+    loose = {"tolerances": {"loss": {"atol": 0.5}}}
+    passes(expected, {"loss": put(mesh, P(), np.float32(2.25)), "w": expected["w"]}, **loose)
+    fails(expected, {"loss": expected["loss"], "w": put(mesh, P("data"), HOST + 0.25)},
+          **loose)
+    result = fails(expected, {"loss": put(mesh, P(), np.float32(2.25)),
+                              "w": put(mesh, P())}, **loose)
+    assert result.reason.startswith("at ['w']: ")
