@@ -64,6 +64,9 @@ class LimitsSpec(_Model):
     total_seconds: float = Field(default=60.0, gt=0, le=3600)
     memory_mb: int = Field(default=2048, ge=64, le=65536)
     output_kb: int = Field(default=1024, ge=1, le=1 << 20)
+    result_kb: int | None = Field(
+        default=None, ge=1, le=1 << 20, description="Largest encoded return value of one "
+        "test, in KiB. Default, and most: the judge's result_bytes (JAXJUDGE_RESULT_BYTES).")
 
 
 class Scoring(_Model):
@@ -192,7 +195,16 @@ class Problem:
         return self.path / "submissions"
 
     def limits(self, settings: Settings) -> Limits:
+        """The sandbox's limits for this problem under ``settings``. Raises ProblemError
+        when the problem asks for a larger return value than the judge allows."""
         spec = self.spec.limits
+        result_bytes = settings.result_bytes
+        if spec.result_kb is not None:
+            if spec.result_kb * 1024 > settings.result_bytes:
+                raise ProblemError(
+                    f"{self.id}: limits.result_kb is {spec.result_kb}; this judge allows at "
+                    f"most {settings.result_bytes // 1024} (JAXJUDGE_RESULT_BYTES)")
+            result_bytes = spec.result_kb * 1024
         return Limits(
             test_seconds=spec.test_seconds,
             total_seconds=spec.total_seconds,
@@ -200,7 +212,7 @@ class Problem:
             total_wall_seconds=spec.total_seconds * settings.wall_time_factor,
             memory_mb=spec.memory_mb,
             output_bytes=spec.output_kb * 1024,
-            result_bytes=settings.result_bytes,
+            result_bytes=result_bytes,
             segment_bytes=settings.segment_bytes,
         )
 

@@ -69,3 +69,38 @@ def test_the_cli_says_a_deep_problem_yaml_is_broken_in_one_line(tmp_path: Path) 
         assert done.stderr.startswith("jaxjudge: error: deep/layout: problem.yaml is nested "
                                       "more than 200 levels deep"), done.stderr
         assert done.stderr.count("\n") == 1
+
+
+def test_a_problem_may_lower_the_result_cap_and_never_raise_it(tmp_path: Path) -> None:
+    import shutil
+
+    from judge.grading import grade
+    from judge.sandbox import get_sandbox
+    from judge.settings import Settings
+    from judge.verdict import Verdict
+
+    root = tmp_path / "demo" / "layout"
+    shutil.copytree(FIXTURE_PROBLEMS / "demo" / "layout", root)
+    yaml_path = root / "problem.yaml"
+    text = yaml_path.read_text()
+    assert "limits:" in text
+    settings = Settings(problems_dir=tmp_path, result_bytes=64 * 1024)
+    assert Problem.load("demo/layout", root).limits(settings).result_bytes == 64 * 1024
+
+    yaml_path.write_text(text.replace("limits: {", "limits: {result_kb: 1, ", 1))
+    small = Problem.load("demo/layout", root)
+    assert small.limits(settings).result_bytes == 1024
+    # A return value over the problem's own cap is the submission's fault: a verdict.
+    box = get_sandbox("process", settings)
+    try:
+        report = grade(small, "import numpy as np\n\ndef layout(n, i, o):\n"
+                       "    return np.zeros(4096, np.float32)\n", sandbox=box,
+                       settings=settings)
+    finally:
+        box.close()
+    assert report.verdict is Verdict.OUTPUT_LIMIT_EXCEEDED, report.tests[0].message
+
+    yaml_path.write_text(text.replace("limits: {", "limits: {result_kb: 65, ", 1))
+    with pytest.raises(ProblemError, match="limits.result_kb is 65; this judge allows at "
+                                           r"most 64 \(JAXJUDGE_RESULT_BYTES\)"):
+        Problem.load("demo/layout", root).limits(settings)
