@@ -35,10 +35,15 @@ REMOVED = {
 }
 
 
-def curriculum_rows() -> list[dict[str, str]]:
-    """The rows of the table in docs/curriculum.md: #, problem, skill, checker."""
+def curriculum_rows(section: str = "## In teaching order") -> list[dict[str, str]]:
+    """The rows of a table in docs/curriculum.md (the one under ``section``, up to the next
+    heading of its level): #, problem, skill, checker."""
     rows = []
-    for line in CURRICULUM.read_text().splitlines():
+    text = CURRICULUM.read_text()
+    start = text.index(section + "\n")
+    level = section.split(" ")[0] + " "
+    end = text.find("\n" + level, start + len(section))
+    for line in text[start:end if end >= 0 else None].splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if len(cells) >= 4 and cells[0].isdigit():
             rows.append({"n": cells[0], "problem": cells[1].strip("`[]").split("]")[0],
@@ -120,3 +125,32 @@ def test_statements_and_solutions_use_the_pinned_apis(problem_id: str) -> None:
     for name, text in texts.items():
         for old, instead in REMOVED.items():
             assert old not in text, f"{problem_id}/{name} uses {old!r}: {instead}"
+
+
+# -- the JAX fundamentals set (issue 22: being built, in teaching order) ----------------
+
+FUNDAMENTALS = [pid for pid in CATALOG.ids() if pid.startswith("jax-fundamentals/")]
+
+
+def test_the_fundamentals_are_listed_in_teaching_order_with_their_checkers() -> None:
+    rows = curriculum_rows("## JAX fundamentals in teaching order")
+    assert sorted(r["problem"] for r in rows) == sorted(FUNDAMENTALS)
+    assert [int(r["n"]) for r in rows] == list(range(1, len(rows) + 1))
+    for row in rows:
+        assert len(row["skill"]) > 20
+        assert row["checker"] == CATALOG.get(row["problem"]).spec.checker.name
+
+
+@pytest.mark.parametrize("problem_id", FUNDAMENTALS)
+def test_a_fundamentals_problem_checks_the_computation_with_a_probe(problem_id: str) -> None:
+    # The set exists to grade how a result is computed: every problem has a probe, and a
+    # wrong answer that computes the right values (it passes the value checks of every
+    # sample test) is caught by one.
+    problem = CATALOG.get(problem_id)
+    assert problem.spec.probes, f"{problem_id} has no probe"
+    assert sum(t.visibility == "hidden" for t in load_tests(problem)) >= 5
+    filed = [verdict for _, verdict in examples(problem)]
+    for verdict in ("accepted", "wrong_answer", "runtime_error"):
+        assert verdict in filed, f"{problem_id}: no {verdict} example"
+    for heading in SECTIONS:
+        assert heading in problem.statement, f"{problem_id}: no '{heading}' section"
