@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from importlib.metadata import version
 
-from judge.errors import ProblemError
+from judge.errors import BuildFailed, ProblemError
 from judge.generate import generate
 from judge.grading import ProbeRun, run_with_probes
 from judge.harness import HARNESS_VERSION
@@ -33,42 +33,50 @@ def build(problem: Problem, *, sandbox: Sandbox, settings: Settings) -> Manifest
         detail = outcome.message or (outcome.error.message if outcome.error else "")
         raise ProblemError(f"{problem.id}: the reference solution failed ({outcome.status}): "
                            f"{detail}\n{outcome.harness_stderr[-2000:]}".rstrip())
-    stored = []
+    stored, failures = [], []
     for i, (test, run) in enumerate(zip(inputs, outcome.tests, strict=True)):
         if run.status != "ok" or run.value is None:
-            why = run.error.message if run.error else run.message
-            raise ProblemError(
-                f"{problem.id}: the reference solution got {run.status} on test "
-                f"{test.name!r}: {why}"
-            )
+            why = f"{run.error.type}: {run.error.message}" if run.error else run.message
+            failures.append(f"the reference solution got {run.status} on test "
+                            f"{test.name!r}: {why}")
+            continue
+        probes, failed = _probes(problem, test.name, probe_runs.get(i, []))
+        failures += failed
         stored.append(StoredTest(name=test.name, visibility=test.visibility,
                                  points=test.points, args=test.args, expected=run.value,
-                                 probes=_probes(problem, test.name, probe_runs.get(i, []))))
+                                 probes=probes))
+    if failures:
+        # Every failure at once, so that one build shows the author all there is to fix.
+        raise BuildFailed(problem.id, failures)
     return write_tests(problem, stored, {
         "harness": HARNESS_VERSION, "jax": version("jax"), "flax": version("flax"),
     })
 
 
-def _probes(problem: Problem, test: str, runs: list[ProbeRun]) -> dict[str, StoredProbe]:
-    """The reference's program's results for each probe on one test; every probe must
-    trace, compile and run, or nothing is written."""
-    stored = {}
+def _probes(problem: Problem, test: str, runs: list[ProbeRun]
+            ) -> tuple[dict[str, StoredProbe], list[str]]:
+    """The reference's program's results for each probe on one test, and what failed:
+    every probe must trace, compile and run, or nothing is written."""
+    stored, failures = {}, []
     for run in runs:
         export, program = run.export, run.program
-        where = f"{problem.id}: probe {run.probe.name!r} on test {test!r}"
+        where = f"probe {run.probe.name!r} on test {test!r}"
         if export.status != "ok" or export.exported is None:
-            why = export.error.message if export.error else export.message
-            raise ProblemError(f"{where}: the reference could not be traced "
-                               f"({export.status}): {why}")
+            why = (f"{export.error.type}: {export.error.message}" if export.error
+                   else export.message)
+            failures.append(f"{where}: the reference could not be traced "
+                            f"({export.status}): {why}")
+            continue
         if program is None or program.status != "ok" or not isinstance(program.value,
                                                                          ListValue):
             why = "" if program is None else (program.error.message if program.error
                                                else program.message)
             status = "not run" if program is None else program.status
-            raise ProblemError(f"{where}: the reference's program failed ({status}): {why}")
+            failures.append(f"{where}: the reference's program failed ({status}): {why}")
+            continue
         value = program_result(run.probe, export.exported.paths, program.value.items)
         stored[run.probe.name] = StoredProbe(
             expected=value if run.probe.values else None,
             memory=program.facts.memory if program.facts is not None else None,
             flops=program.facts.flops if program.facts is not None else None)
-    return stored
+    return stored, failures

@@ -211,12 +211,19 @@ def print_report(out: Console, report: VerdictReport) -> None:
 def build(obj: Context, problem_ids: tuple[str, ...], sandbox_name: str | None) -> None:
     """Regenerate test data by running the reference solution through the harness."""
     from judge.build import build as build_problem
+    from judge.errors import BuildFailed
 
     problems = [obj.catalog.get(i) for i in problem_ids]
     sandbox = get_sandbox(sandbox_name or "auto", obj.settings)
     try:
         for problem in problems:
-            manifest = build_problem(problem, sandbox=sandbox, settings=obj.settings)
+            try:
+                manifest = build_problem(problem, sandbox=sandbox, settings=obj.settings)
+            except BuildFailed as exc:
+                # Every failure of the reference, one per line: all there is to fix.
+                lines = str(exc).splitlines()
+                _fail("\n".join(lines[:1] + [line for line in lines[1:]
+                                             if line.startswith("  ")]), 1)
             obj.out.print(f"{problem.id}: {len(manifest.files)} tests, "
                           f"data {manifest.data_hash[:16]}, version {problem.version}")
     finally:

@@ -41,6 +41,16 @@ class ProblemError(JudgeError):
     """A problem package is malformed, or its stored data does not match its hash."""
 
 
+class BuildFailed(ProblemError):
+    """The reference failed on some tests or probes: every failure, in test order."""
+
+    def __init__(self, problem_id: str, failures: list[str]) -> None:
+        self.failures = failures
+        head = failures[0] if len(failures) == 1 else (
+            f"{len(failures)} failures of the reference: {failures[0]}")
+        super().__init__(f"{problem_id}: {head}" + "".join(f"\n  {f}" for f in failures[1:]))
+
+
 class ConfigError(JudgeError):
     """A setting is invalid, or a sandbox or checker name is unknown."""
 

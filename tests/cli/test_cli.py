@@ -245,6 +245,29 @@ def test_tampered_test_data_is_refused_not_graded(capsys, tmp_path: Path,
     assert "does not match its hash" in err
 
 
+def test_a_build_whose_reference_fails_reports_every_failure_at_once(
+    capsys, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "problems"
+    package = root / "demo" / "layout"
+    shutil.copytree(FIXTURE_PROBLEMS / "demo" / "layout", package)
+    (package / "reference.py").write_text(
+        "def layout(num_devices, kernel_in, kernel_out):\n"
+        "    if num_devices in (1.0, 8.0):\n"
+        "        raise ValueError(f'no layout for {num_devices:g} devices')\n"
+        "    return [int(kernel_in), int(kernel_out) // int(num_devices)]\n")
+    manifest = (package / "data" / "manifest.json").read_text()
+    monkeypatch.setenv("JAXJUDGE_PROBLEMS_DIR", str(root))
+    code, _, err = jaxjudge(capsys, "build", "demo/layout", "--sandbox", "process")
+    assert code == 1
+    assert "2 failures of the reference: the reference solution got error on test 'one': " \
+        "ValueError: no layout for 1 devices" in err, err
+    assert "\n  the reference solution got error on test 'eight': ValueError: no layout " \
+        "for 8 devices" in err, err
+    # Nothing was written: the package keeps the data it had.
+    assert (package / "data" / "manifest.json").read_text() == manifest
+
+
 @pytest.mark.slow
 def test_build_then_verify_and_verify_catches_a_misfiled_example(
     capsys, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
