@@ -594,7 +594,13 @@ def test_resource_attacks_in_the_program_get_their_limits_verdict(judge_tight: J
         assert sample.endswith(f"bytes, over the limit of {EXPORT_CAP}"), describe(report)
         assert hidden_messages(report) == {reason("batched", "untraceable")}
     else:
-        assert set(verdicts(report)) == {Verdict.MEMORY_LIMIT_EXCEEDED}, describe(report)
+        # The first program meets the memory limit. Filling memory also costs CPU time (the
+        # kernel's, faulting pages in), so on a loaded machine a later program of the same
+        # clean run may reach the 3 s CPU limit first: its own limit's verdict, and the
+        # programs after it are not run for that reason. Never anything else.
+        assert verdicts(report)[0] is Verdict.MEMORY_LIMIT_EXCEEDED, describe(report)
+        assert set(verdicts(report)) <= {Verdict.MEMORY_LIMIT_EXCEEDED,
+                                         Verdict.TIME_LIMIT_EXCEEDED}, describe(report)
         assert sample.startswith("probe 'batched': " + HIDDEN_MESSAGES["memory"]), \
             describe(report)
 
