@@ -41,6 +41,9 @@ class LimitsOut(_Out):
                                  "limits are a multiple of both (a net for what sleeps).")
     memory_mb: int
     output_kb: int
+    result_kb: int | None = Field(default=None, description="The largest encoded return "
+                                  "value of one test, in KiB, where the problem sets one "
+                                  "(null: the judge's own cap, JAXJUDGE_RESULT_BYTES).")
 
 
 class ProblemSummary(_Out):
