@@ -220,10 +220,9 @@ def build(obj: Context, problem_ids: tuple[str, ...], sandbox_name: str | None) 
             try:
                 manifest = build_problem(problem, sandbox=sandbox, settings=obj.settings)
             except BuildFailed as exc:
-                # Every failure of the reference, one per line: all there is to fix.
-                lines = str(exc).splitlines()
-                _fail("\n".join(lines[:1] + [line for line in lines[1:]
-                                             if line.startswith("  ")]), 1)
+                # Every failure of the reference, the first line of each: all to fix.
+                _fail("\n  ".join([str(exc).splitlines()[0]] + [
+                    failure.splitlines()[0] for failure in exc.failures[1:]]), 1)
             obj.out.print(f"{problem.id}: {len(manifest.files)} tests, "
                           f"data {manifest.data_hash[:16]}, version {problem.version}")
     finally:

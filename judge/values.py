@@ -18,7 +18,7 @@ from __future__ import annotations
 import base64
 import binascii
 import math
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import Annotated, Any, Literal
 
 import numpy as np
@@ -321,23 +321,31 @@ def format_spec(spec: list[Any] | tuple[Any, ...] | None) -> str:
 
 def render(value: Any, limit: int = 2_000) -> str:
     """A short, human-readable text for a value, cut at ``limit`` characters."""
-    text = _render(value)
+    return _cut(_render(value, _render_array), limit)
+
+
+def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _render(value: Any) -> str:
+def _render_array(value: ArrayValue) -> str:
+    try:
+        arr = value.to_numpy()
+    except ValueError as exc:
+        return f"<invalid array: {exc}>"
+    body = np.array2string(arr, threshold=64, separator=", ")
+    if len(body) > 1_000:
+        body = body[:997] + "..."
+    text = f"{body} ({value.dtype}, shape {tuple(value.shape)})"
+    if value.sharding is not None and value.sharding.spec is not None:
+        text += f" sharded {format_spec(value.sharding.spec)}"
+    return text
+
+
+def _render(value: Any, array: Callable[[ArrayValue], str]) -> str:
+    """``value`` as text, each array (at any depth) as ``array`` writes it."""
     if isinstance(value, ArrayValue):
-        try:
-            arr = value.to_numpy()
-        except ValueError as exc:
-            return f"<invalid array: {exc}>"
-        body = np.array2string(arr, threshold=64, separator=", ")
-        if len(body) > 1_000:
-            body = body[:997] + "..."
-        text = f"{body} ({value.dtype}, shape {tuple(value.shape)})"
-        if value.sharding is not None and value.sharding.spec is not None:
-            text += f" sharded {format_spec(value.sharding.spec)}"
-        return text
+        return array(value)
     if isinstance(value, NoneValue):
         return "None"
     if isinstance(value, BoolValue | IntValue | StrValue):
@@ -345,10 +353,10 @@ def _render(value: Any) -> str:
     if isinstance(value, FloatValue):
         return repr(value.number)
     if isinstance(value, ListValue):
-        inner = ", ".join(_render(v) for v in value.items)
+        inner = ", ".join(_render(v, array) for v in value.items)
         return f"[{inner}]" if value.t == "list" else f"({inner}{',' if len(value.items) == 1 else ''})"
     if isinstance(value, DictValue | TreeValue):
-        inner = ", ".join(f"{k}: {_render(v)}" for k, v in value.items)
+        inner = ", ".join(f"{k}: {_render(v, array)}" for k, v in value.items)
         return "{" + inner + "}" if isinstance(value, DictValue) else f"{value.type}({inner})"
     if isinstance(value, PSpecValue):
         return format_spec(value.v)
@@ -370,30 +378,22 @@ def render_input(encoded: dict[str, Any], limit: int = 500) -> str:
     """A test input for a student: an array of at most ``SMALL_INPUT`` elements in full,
     a larger one summarised (dtype, shape, and its smallest, mean and largest values),
     at any depth of a list or dict; everything else by value. Cut at ``limit``."""
-    text = _render_input(VALUE.validate_python(encoded))
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return _cut(_render(VALUE.validate_python(encoded), _input_array), limit)
 
 
-def _render_input(value: Any) -> str:
-    if isinstance(value, ArrayValue):
-        try:
-            arr = value.to_numpy()
-        except ValueError as exc:
-            return f"<invalid array: {exc}>"
-        where = f"{value.dtype} array of shape {tuple(value.shape)}"
-        if arr.size <= SMALL_INPUT:
-            body = np.array2string(arr, separator=", ", precision=4)
-            return f"{body} ({value.dtype}, shape {tuple(value.shape)})"
-        if arr.dtype.kind in "biuf":
-            finite = arr[np.isfinite(arr)] if arr.dtype.kind == "f" else arr
-            if finite.size:
-                numbers = finite.astype(np.float64)
-                return (f"<{where}: min {numbers.min():.4g}, mean {numbers.mean():.4g}, "
-                        f"max {numbers.max():.4g}>")
-        return f"<{where}>"
-    if isinstance(value, ListValue):
-        inner = ", ".join(_render_input(v) for v in value.items)
-        return f"[{inner}]" if value.t == "list" else f"({inner}{',' if len(value.items) == 1 else ''})"
-    if isinstance(value, DictValue):
-        return "{" + ", ".join(f"{k}: {_render_input(v)}" for k, v in value.items) + "}"
-    return _render(value)
+def _input_array(value: ArrayValue) -> str:
+    try:
+        arr = value.to_numpy()
+    except ValueError as exc:
+        return f"<invalid array: {exc}>"
+    where = f"{value.dtype} array of shape {tuple(value.shape)}"
+    if arr.size <= SMALL_INPUT:
+        body = np.array2string(arr, separator=", ", precision=4)
+        return f"{body} ({value.dtype}, shape {tuple(value.shape)})"
+    if arr.dtype.kind in "biuf":
+        finite = arr[np.isfinite(arr)] if arr.dtype.kind == "f" else arr
+        if finite.size:
+            numbers = finite.astype(np.float64)
+            return (f"<{where}: min {numbers.min():.4g}, mean {numbers.mean():.4g}, "
+                    f"max {numbers.max():.4g}>")
+    return f"<{where}>"

@@ -43,6 +43,12 @@ class ShardingChecker(Checker):
     Params = ShardingParams
     params: ShardingParams
 
+    def __init__(self, params: CheckerParams) -> None:
+        super().__init__(params)
+        # The value comparison's tolerances, made once for every leaf of every check.
+        self.values = AllcloseParams(rtol=self.params.rtol, atol=self.params.atol,
+                                     tolerances=self.params.tolerances)
+
     def check(self, expected: Any, received: Any) -> CheckResult:
         return compare_structure(expected, received, self._leaf)
 
@@ -51,9 +57,7 @@ class ShardingChecker(Checker):
             arrays = as_arrays(expected, received)
             if isinstance(arrays, CheckResult):
                 return arrays
-            tolerance = AllcloseParams(rtol=self.params.rtol, atol=self.params.atol,
-                                       tolerances=self.params.tolerances).at(path)
-            result = close(*arrays, tolerance)
+            result = close(*arrays, self.values.at(path))
             if not result.passed:
                 return result
         if not isinstance(expected, ArrayValue) or expected.sharding is None:
