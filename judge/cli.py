@@ -269,7 +269,7 @@ def verify(obj: Context, problem_ids: tuple[str, ...], sandbox_name: str | None,
            jobs: int, strict: bool) -> None:
     """Check packages: data hash, inputs, reference and every example submission; then
     report what is missing or weak."""
-    from judge.verify import explain, weaknesses
+    from judge.verify import explain, regrade_reference, weaknesses
     from judge.verify import verify as verify_problem
 
     problems = [obj.catalog.get(i) for i in problem_ids] if problem_ids else obj.catalog.all()
@@ -294,7 +294,8 @@ def verify(obj: Context, problem_ids: tuple[str, ...], sandbox_name: str | None,
                                         for part in why.splitlines()[:5])
                 obj.out.print(line)
             if all(c.ok for c in checks):
-                for weakness in weaknesses(problem, checks):
+                regrade = regrade_reference(problem, sandbox=sandbox, settings=obj.settings)
+                for weakness in weaknesses(problem, checks, regrade):
                     warnings += 1
                     obj.out.print(f"[yellow]weak[/yellow]  {problem.id}  {escape(weakness)}")
     finally:

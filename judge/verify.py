@@ -7,7 +7,7 @@ every example under ``submissions/<verdict>/`` gets the verdict its folder names
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -98,13 +98,34 @@ def _failing(report: VerdictReport, names: set[str]) -> frozenset[str]:
     return frozenset(names - {t.name for t in report.tests if t.verdict == Verdict.ACCEPTED})
 
 
-def weaknesses(problem: Problem, checks: list[Check]) -> list[str]:
+# How many more times a reference that looks slow is graded before it is called slow.
+REMEASURES = 2
+
+
+def regrade_reference(problem: Problem, *, sandbox: Sandbox, settings: Settings
+                      ) -> Callable[[], VerdictReport]:
+    """Grades the reference once more when called: for :func:`weaknesses` to measure
+    it again."""
+    def run() -> VerdictReport:
+        code = problem.reference_path.read_text(encoding="utf-8")
+        return grade(problem, code, sandbox=sandbox, settings=settings)
+    return run
+
+
+def weaknesses(problem: Problem, checks: list[Check],
+               regrade: Callable[[], VerdictReport] | None = None) -> list[str]:
     """What a package that passes its checks still lacks, from those checks' reports:
     no wrong answer to show that the hidden tests catch a mistake (or only one, or several
     that fail exactly the same tests), no runtime-error example, no accepted example
     other than the reference, hidden tests that every wrong answer passes, and a
     reference that uses more than a tenth of the time limit in CPU time (a correct but
-    slower submission would time out). Empty for a package with nothing to add."""
+    slower submission would time out). Empty for a package with nothing to add.
+
+    CPU time is a noisy measure: XLA's thread pools spin longer on a loaded machine, so
+    one grading of a reference near the bar may cross it and the next not. With
+    ``regrade`` (see :func:`regrade_reference`), a reference that looks slow is graded up
+    to :data:`REMEASURES` more times and each test keeps its lowest CPU time, as
+    ``timeit`` keeps the best of its runs: interference only ever adds time."""
     found: list[str] = []
     by_subject = {c.subject: c for c in checks}
     filed = examples(problem)
@@ -138,11 +159,23 @@ def weaknesses(problem: Problem, checks: list[Check]) -> list[str]:
     reference = by_subject.get(problem.spec.reference)
     if reference is not None and reference.report is not None and reference.report.tests:
         # CPU time, as the limit: what the rest of the machine does does not change it.
-        slowest = max(reference.report.tests, key=lambda t: t.cpu_ms)
         limit_ms = problem.spec.limits.test_seconds * 1000
-        if slowest.cpu_ms > limit_ms / 10:
-            found.append(f"the reference takes {slowest.cpu_ms / 1000:.2f} s of CPU time on "
-                         f"test {slowest.name!r}, more than a tenth of the "
+        cpu_ms = {t.name: t.cpu_ms for t in reference.report.tests}
+        for _ in range(REMEASURES if regrade is not None else 0):
+            if max(cpu_ms.values()) <= limit_ms / 10:
+                break
+            assert regrade is not None
+            again = regrade()
+            if again.verdict != Verdict.ACCEPTED:
+                break  # the first grading was accepted: keep what it measured
+            for test in again.tests:
+                if test.name in cpu_ms:
+                    cpu_ms[test.name] = min(cpu_ms[test.name], test.cpu_ms)
+        slowest_name = max(cpu_ms, key=lambda name: cpu_ms[name])
+        slowest_ms = cpu_ms[slowest_name]
+        if slowest_ms > limit_ms / 10:
+            found.append(f"the reference takes {slowest_ms / 1000:.2f} s of CPU time on "
+                         f"test {slowest_name!r}, more than a tenth of the "
                          f"{problem.spec.limits.test_seconds:g} s limit: a correct but "
                          "slower submission may time out")
     return found

@@ -30,7 +30,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 from judge.build import build
 from judge.errors import JudgeError, ProblemError, SandboxError
 from judge.problem import Problem
-from judge.verify import Check, explain, verify, weaknesses
+from judge.verify import Check, explain, regrade_reference, verify, weaknesses
 from service.backoff import backoff
 from service.packages import files_under, pack, unpack
 from service.problemsets import (
@@ -136,4 +136,5 @@ def _build(ctx: Context, taken: BuildClaim, root: Path, steps: list[dict[str, An
         return None, f"{len(failed)} of {len(checks) + 1} checks failed: " + "; ".join(
             f"{c.subject}: expected {c.expected}, got {c.got}" for c in failed), []
     data = pack(files_under(problem.data_dir))
-    return data, None, weaknesses(problem, checks)
+    regrade = regrade_reference(problem, sandbox=ctx.sandbox, settings=ctx.judge)
+    return data, None, weaknesses(problem, checks, regrade)

@@ -421,3 +421,49 @@ def test_new_refuses_a_bad_id_or_an_existing_package_with_exit_2(capsys, problem
     assert not (problems / "c" / "x" / "data").exists()
     code, _, err = jaxjudge(capsys, "new", "c/x", "--no-build")
     assert code == 2 and "exists already" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.slow
+def test_a_reference_slow_once_is_measured_again_and_keeps_its_best_cpu_time(
+        capsys, problems: Path) -> None:
+    """CPU time is noisy on a loaded machine; a reference that crosses the bar in one
+    grading and not in the next is not called slow (the best of the gradings counts),
+    and one that stays slow still is."""
+    from judge.catalog import Catalog
+    from judge.sandbox import get_sandbox
+    from judge.settings import Settings
+    from judge.verify import REMEASURES, Check, grade, weaknesses
+
+    code, _, err = jaxjudge(capsys, "new", "course-a/softmax-rows", "--title", "Row softmax")
+    assert code == 0, err
+    settings = Settings()
+    problem = Catalog(problems).get("course-a/softmax-rows")
+    fast = problem.reference_path.read_text()
+    slow = "import time\n" + fast.replace(
+        "    z = x -", "    end = time.process_time() + 0.6\n"
+        "    while time.process_time() < end:\n        pass\n    z = x -")
+    problem.reference_path.write_text(slow)
+    sandbox = get_sandbox("process", settings)
+    try:
+        # The reference's check alone: the other weaknesses are not this test's business.
+        first = grade(problem, slow, sandbox=sandbox, settings=settings)
+        checks = [Check(problem.id, "reference.py", "accepted", first.verdict.value, first)]
+        assert checks[0].ok
+        bar = "more than a tenth of the 5 s limit"
+        assert any(bar in w for w in weaknesses(problem, checks))  # one measure: slow
+
+        gradings: list[str] = []
+
+        def regrade(code: str) -> VerdictReport:
+            gradings.append(code)
+            return grade(problem, code, sandbox=sandbox, settings=settings)
+
+        # Measured again, faster: no longer weak, after one more grading.
+        assert not any(bar in w for w in weaknesses(problem, checks, lambda: regrade(fast)))
+        assert gradings == [fast]
+        # Measured again, still slow each time: weak, after every remeasure.
+        gradings.clear()
+        assert any(bar in w for w in weaknesses(problem, checks, lambda: regrade(slow)))
+        assert gradings == [slow] * REMEASURES
+    finally:
+        sandbox.close()

@@ -1,5 +1,10 @@
-"""Reference: create the model under the mesh *and* the logical axis rules, so Flax
-translates every logical annotation into mesh axes as it shards each new parameter."""
+"""Reference: create the model inside nnx.jit under the mesh and the logical axis rules,
+so Flax translates every logical annotation into mesh axes and each parameter is made in
+its layout (none is ever whole on one device). The rules are set inside the traced
+function and passed as a static argument: new rules mean a new trace, not a stale cached
+layout (see submissions/wrong_answer/stale_jit_cache.py)."""
+
+from functools import partial
 
 import jax
 from flax import nnx
@@ -9,8 +14,6 @@ init = nnx.initializers
 
 
 class FFN(nnx.Module):
-    """The model of the statement; its annotations are logical names, not mesh axes."""
-
     def __init__(self, vocab, embed, hidden, *, rngs):
         self.embed = nnx.Embed(
             vocab, embed,
@@ -37,10 +40,15 @@ def _as_rules(rules):
     return tuple((name, tuple(axes) if isinstance(axes, list) else axes) for name, axes in rules)
 
 
+# The rules are read while tracing, so they must be part of the cache key: static, like sizes.
+@partial(nnx.jit, static_argnums=(0, 1))
+def _create(sizes, rules):
+    with nnx.logical_axis_rules(rules):
+        return FFN(*sizes, rngs=nnx.Rngs(0))
+
+
 def logical_sharded_state(rules, sizes, mesh_shape):
     mesh = jax.make_mesh(tuple(mesh_shape), ("data", "model"), axis_types=(AxisType.Auto,) * 2)
-    # Eager sharding (on by default) shards each parameter as it is created, looking up
-    # its logical names in the current rules.
-    with jax.set_mesh(mesh), nnx.logical_axis_rules(_as_rules(rules)):
-        model = FFN(*sizes, rngs=nnx.Rngs(0))
+    with jax.set_mesh(mesh):
+        model = _create(tuple(sizes), _as_rules(rules))
     return nnx.state(model)

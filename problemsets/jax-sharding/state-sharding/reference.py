@@ -1,4 +1,5 @@
-"""Reference: split a real nnx.Linear, map its state to PartitionSpecs, count the leaves."""
+"""Reference: split an abstract nnx.Linear (nnx.eval_shape: the shapes and dtypes of its
+state, no weight computed), map its state to PartitionSpecs, count the leaves."""
 
 import jax
 import jax.numpy as jnp
@@ -12,7 +13,8 @@ def _spec(param):
 
 
 def state_to_sharded_layout(seed, x, features):
-    model = nnx.Linear(x.shape[-1], int(features), rngs=nnx.Rngs(int(seed)))
+    model = nnx.eval_shape(lambda: nnx.Linear(x.shape[-1], int(features),
+                                              rngs=nnx.Rngs(int(seed))))
     _graphdef, state = nnx.split(model)
     specs = jax.tree_util.tree_map(_spec, state)
     n_leaves = len(jax.tree_util.tree_leaves(specs))
