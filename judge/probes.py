@@ -7,6 +7,8 @@ applies to, grading has three steps, and only the first runs the submission's Py
    (``jit``, ``grad``, ``value_and_grad``, ``jacobian``, ``vmap``, ``eval_shape``) to the
    entry point and exports it with ``jax.export``, given only the inputs' shapes, dtypes and
    layout on the test's mesh (static arguments as values). No input value goes in.
+   ``own_jit`` exports the entry point's own ``jax.jit`` as the submission wrote it (its
+   static arguments and donated buffers), for problems that teach jit's options.
 2. **Compile and run**, in a clean sandbox that loads no submission code: the exported
    program is deserialized, refused if it calls anything outside an allow-list (host
    callbacks, foreign custom calls), compiled on the test's mesh with the inputs in the
@@ -46,10 +48,12 @@ from judge.values import ArrayValue, StrValue, TreeValue, Value
 
 Slug = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]*$", max_length=80)]
 Name = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=100)]
-Transform = Literal["jit", "grad", "value_and_grad", "jacobian", "vmap", "eval_shape"]
+Transform = Literal["jit", "own_jit", "grad", "value_and_grad", "jacobian", "vmap",
+                    "eval_shape"]
 Collectives = Literal["all-reduce", "all-gather", "reduce-scatter", "all-to-all",
                       "collective-permute"]
-MemoryMetric = Literal["arguments", "outputs", "temporaries", "total"]
+# fresh_outputs: output bytes not written over donated inputs (what donation saves).
+MemoryMetric = Literal["arguments", "outputs", "temporaries", "total", "fresh_outputs"]
 SpecEntry = str | None | list[str]
 OP_NAME = re.compile(r"^[a-z_][a-z0-9_.]*$")
 
@@ -173,12 +177,14 @@ class ProbeSpec(_Model):
         author's words, then the declared transformation, mesh and bounds."""
         how = {"jit": "jax.jit", "grad": "jax.grad", "value_and_grad": "jax.value_and_grad",
                "jacobian": "jax.jacobian", "vmap": "jax.vmap",
-               "eval_shape": "jax.eval_shape"}[self.transform]
+               "eval_shape": "jax.eval_shape"}.get(self.transform)
         if self.argnums:
-            how += f" (argnums {', '.join(str(a) for a in self.argnums)})"
+            how = f"{how} (argnums {', '.join(str(a) for a in self.argnums)})"
         if self.in_axes:
-            how += " (in_axes " + ", ".join(f"{k}={v}" for k, v in self.in_axes.items()) + ")"
-        lines = [f"{how} of your function, compiled as one program"
+            how = f"{how} (in_axes " + ", ".join(f"{k}={v}" for k, v in self.in_axes.items()) + ")"
+        what = (f"{how} of your function" if how else "your function's own jax.jit (its static "
+                "arguments and donated buffers as you declared them)")
+        lines = [f"{what}, compiled as one program"
                  + (f" (static: {', '.join(self.static)})" if self.static else "")]
         if self.mesh is not None:
             size = (" x ".join(str(n) for n in self.mesh.shape) if self.mesh.shape else
@@ -331,7 +337,8 @@ def check_facts(spec: ProbeSpec, facts: ProgramFacts, mesh: tuple[list[str], lis
 
 
 _METRIC_WORDS = {"arguments": "argument", "outputs": "output", "temporaries": "temporary",
-                 "total": "total"}
+                 "total": "total", "fresh_outputs": "new output (not written over donated "
+                 "inputs)"}
 
 
 def _plural(n: int, op: str) -> str:

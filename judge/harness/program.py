@@ -168,6 +168,8 @@ def export(entry: Callable[..., Any], request: dict[str, Any], args: list[Any],
         return entry(*full)
 
     transform = request["transform"]
+    if transform == "own_jit":
+        return _export_own_jit(jax, entry, args, avals, static, max_bytes)
     if transform in ("grad", "value_and_grad", "jacobian"):
         argnums = tuple(request.get("argnums") or [0])
         fn = {"grad": jax.grad, "value_and_grad": jax.value_and_grad,
@@ -185,6 +187,31 @@ def export(entry: Callable[..., Any], request: dict[str, Any], args: list[Any],
 
     with _traced_as_run():
         exported = jax.export.export(jax.jit(flat), platforms=("cpu",))(*avals)
+    return _serialized(exported, paths, max_bytes)
+
+
+def _export_own_jit(jax: Any, entry: Callable[..., Any], args: list[Any], avals: list[Any],
+                    static: list[bool], max_bytes: int) -> dict[str, Any]:
+    """Export the entry point's own ``jax.jit`` as the submission declared it: what it
+    makes static and which buffers it donates are the submission's, and donation survives
+    only in a jit that is exported itself (one called inside another jit is inlined, its
+    donation dropped). Static arguments are passed as values: the submission's jit must
+    name them static."""
+    if not (callable(getattr(entry, "lower", None)) and callable(getattr(entry, "trace", None))):
+        raise ValueError("the function is not a jax.jit function: this problem compiles "
+                         "your function's own jax.jit (decorate it with @jax.jit or "
+                         "functools.partial(jax.jit, ...))")
+    it = iter(avals)
+    full = [next(it) if not s else _hashable(a) for a, s in zip(args, static, strict=True)]
+    with _traced_as_run():
+        exported = jax.export.export(entry, platforms=("cpu",))(*full)
+    n = exported.out_tree.num_leaves
+    tree = jax.tree_util.tree_unflatten(exported.out_tree, list(range(n)))
+    paths = [jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(tree)[0]]
+    return _serialized(exported, paths, max_bytes)
+
+
+def _serialized(exported: Any, paths: list[str], max_bytes: int) -> dict[str, Any]:
     longest = max((len(p) for p in paths), default=0)
     if longest > MAX_PATH_CHARS:
         raise ValueError(f"an output's key path is {longest} characters long, over the limit "
@@ -205,19 +232,26 @@ def _hashable(value: Any) -> Any:
     return value
 
 
-def vet(exported: Any, inputs: int, devices: int) -> dict[str, int]:
-    """Refuse what the judge does not run; return the module's operation counts. Both are
-    read from the module's operations (MLIR's own walk), never from its text, where
-    locations, scope names and output paths the submission chose appear too, and where a
-    custom call's target may be printed quoted."""
+def vet(exported: Any, inputs: int, devices: int) -> tuple[dict[str, int], list[int]]:
+    """Refuse what the judge does not run; return the module's operation counts and the
+    inputs it donates (by flat position: a ``jax.jit(donate_argnums=...)`` exported as
+    itself marks them). All are read from the module's operations (MLIR's own walk), never
+    from its text, where locations, scope names and output paths the submission chose
+    appear too, and where a custom call's target may be printed quoted."""
     from jax._src.interpreters import mlir
     from jax._src.lib.mlir import ir
 
     ops: dict[str, int] = {}
     targets: list[str | None] = []
+    donated: list[int] = []
 
     def visit(op: Any) -> Any:
         name = op.name
+        if name == "func.func" and "arg_attrs" in op.attributes and (
+                ir.StringAttr(op.attributes["sym_name"]).value == "main"):
+            donated[:] = [i for i, attrs in enumerate(op.attributes["arg_attrs"])
+                          if any(k in ir.DictAttr(attrs)
+                                 for k in ("tf.aliasing_output", "jax.buffer_donor"))]
         key = name.removeprefix("stablehlo.")
         ops[key] = ops.get(key, 0) + 1
         if key.endswith("custom_call"):
@@ -247,7 +281,7 @@ def vet(exported: Any, inputs: int, devices: int) -> dict[str, int]:
     if exported.nr_devices != devices:
         raise Refused(f"the program runs on {exported.nr_devices} devices, the test's mesh "
                       f"has {devices}")
-    return ops
+    return ops, donated
 
 
 _COMPILED: dict[str, Any] = {}  # one clean run's programs, by their bytes and layout
@@ -266,18 +300,28 @@ def run(request: dict[str, Any], inputs: list[Any], encode: Callable[..., Any],
     except Exception as exc:
         raise Refused(f"the program could not be read: {type(exc).__name__}") from None
     devices = 1 if mesh is None else int(mesh.devices.size)
-    ops = vet(exported, len(jax.tree.leaves(inputs)), devices)
+    ops, donated = vet(exported, len(jax.tree.leaves(inputs)), devices)
     specs = request.get("specs") or [None] * len(inputs)
 
-    def place(value: Any, spec: Any) -> Any:
+    # The program's donations hold here too: an argument all of whose buffers it donates
+    # is donated to the compiled call, so XLA's memory analysis counts the outputs written
+    # over them (``aliased``; ``total`` memory is net of it). Its buffers are copies: the
+    # program may write over them.
+    sizes = [len(jax.tree.leaves(v)) for v in inputs]
+    starts = [sum(sizes[:i]) for i in range(len(sizes))]
+    donate = tuple(i for i, (start, size) in enumerate(zip(starts, sizes, strict=True))
+                   if size and all(j in donated for j in range(start, start + size)))
+
+    def place(value: Any, spec: Any, copy: bool) -> Any:
         if isinstance(value, dict):
-            return {k: place(v, spec.get(k) if isinstance(spec, dict) else None)
+            return {k: place(v, spec.get(k) if isinstance(spec, dict) else None, copy)
                     for k, v in value.items()}
         if isinstance(value, list | tuple):
-            return type(value)(place(v, None) for v in value)
-        return jax.device_put(value, _sharding(jax, mesh, spec))
+            return type(value)(place(v, None, copy) for v in value)
+        return jax.device_put(np.array(value) if copy else value, _sharding(jax, mesh, spec))
 
-    placed = [place(v, s) for v, s in zip(inputs, specs, strict=True)]
+    placed = [place(v, s, i in donate)
+              for i, (v, s) in enumerate(zip(inputs, specs, strict=True))]
     leaves = jax.tree.leaves(placed)
     facts: dict[str, Any] = {"ops": ops}
     if mesh is not None:
@@ -300,7 +344,8 @@ def run(request: dict[str, Any], inputs: list[Any], encode: Callable[..., Any],
             raise Refused(f"the program takes input {i} in another layout than the test gives")
     compiled = _COMPILED.get(key)
     if compiled is None:
-        compiled = _COMPILED[key] = jax.jit(exported.call).lower(*placed).compile()
+        compiled = _COMPILED[key] = jax.jit(exported.call, donate_argnums=donate).lower(
+            *placed).compile()
     for i, (want, got) in enumerate(zip(leaves, jax.tree.leaves(compiled.input_shardings[0]),
                                         strict=True)):
         if not got.is_equivalent_to(want.sharding, want.ndim):
@@ -327,4 +372,5 @@ def run(request: dict[str, Any], inputs: list[Any], encode: Callable[..., Any],
                 "aliased": int(stats.alias_size_in_bytes)})
     out = compiled(*placed)
     jax.block_until_ready(out)
-    return encode(list(out), max_bytes=result_bytes), facts
+    # Flat, in the order of the paths the export gave (an own jit returns its own tree).
+    return encode(jax.tree.leaves(out), max_bytes=result_bytes), facts

@@ -57,7 +57,8 @@ ArgKind = Literal["float", "int", "array", "numpy", "str", "bool", "any"]
 SpecEntry = str | None | list[str]
 # A PartitionSpec as a list, or, for an argument that is a dict of arrays, a dict of them.
 SpecTree = TypeAliasType("SpecTree", "list[SpecEntry] | dict[str, SpecTree]")
-Transform = Literal["jit", "grad", "value_and_grad", "jacobian", "vmap", "eval_shape"]
+Transform = Literal["jit", "own_jit", "grad", "value_and_grad", "jacobian", "vmap",
+                    "eval_shape"]
 
 
 class MeshOnTest(_Model):
@@ -225,6 +226,8 @@ class MemoryStats(_Model):
     aliased: Bytes = 0
 
     def metric(self, name: str) -> int:
+        if name == "fresh_outputs":  # what the outputs need beyond donated inputs' buffers
+            return max(0, self.outputs - self.aliased)
         if name == "total":
             return self.arguments + self.outputs + self.temporaries - min(
                 self.aliased, self.arguments + self.outputs)

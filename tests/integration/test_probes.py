@@ -221,3 +221,21 @@ def test_a_parameter_tree_is_exported_leaf_by_leaf_in_its_layout(
     assert memory.arguments == (8 * 16 // 8 + 16 + 16 * 2 // 8 + 8 * 8 // 8) * 4
     report = grade(tree_problem, TREE_REFERENCE, sandbox=sandbox, settings=settings)
     assert report.verdict is Verdict.ACCEPTED, [t.message for t in report.tests]
+
+
+def test_the_submissions_own_jit_keeps_its_donation(sandbox: Sandbox, settings: Settings
+                                                    ) -> None:
+    # jax-fundamentals/buffer-donation's probe is own_jit: the step's own jax.jit is
+    # exported and compiled with the inputs it donates donated, so XLA's memory analysis
+    # shows the new parameters written over the old; without donate_argnums they are new.
+    problem = Catalog(Path(__file__).resolve().parents[2] / "problemsets").get(
+        "jax-fundamentals/buffer-donation")
+    code = problem.reference_path.read_text()
+    report = grade(problem, code, sandbox=sandbox, settings=settings)
+    assert report.verdict is Verdict.ACCEPTED, [t.message for t in report.tests]
+    kept = code.replace("@partial(jax.jit, donate_argnums=0)", "@jax.jit")
+    assert kept != code
+    report = grade(problem, kept, sandbox=sandbox, settings=settings)
+    assert report.verdict is Verdict.WRONG_ANSWER
+    assert "572 bytes of new output (not written over donated inputs)" in sample_message(
+        report), sample_message(report)

@@ -94,6 +94,32 @@ def test_memory_bounds_absolute_and_relative_to_the_reference() -> None:
     assert "rebuild" in detail
 
 
+def test_fresh_outputs_are_the_outputs_not_written_over_donated_inputs() -> None:
+    # A step that donates its parameters writes its new parameters over them (aliased):
+    # only the loss is new memory. One that does not donate needs all its outputs anew.
+    reference = StoredProbe(memory=MemoryStats(arguments=932, outputs=572, temporaries=640,
+                                               aliased=544))
+    spec = probe(memory={"fresh_outputs": {"reference_times": 1.0, "plus": 64}})
+    donating = facts(memory={"arguments": 932, "outputs": 572, "temporaries": 640,
+                             "aliased": 544})
+    assert check_facts(spec, donating, MESH, reference).passed
+    kept = facts(memory={"arguments": 932, "outputs": 572, "temporaries": 128})
+    reason, detail = reasons_of(check_facts(spec, kept, MESH, reference))
+    assert reason == ("the compiled program needs more new output (not written over donated "
+                      "inputs) memory per device than allowed")
+    assert detail.startswith("your compiled program needs 572 bytes of new output")
+    assert "at most 92 (1 x the reference's 28 + 64)" in detail
+
+
+def test_own_jit_is_described_as_the_students_own_jit() -> None:
+    spec = ProbeSpec.model_validate({"name": "p", "transform": "own_jit", "static": ["n"]})
+    assert spec.summary()[0] == ("your function's own jax.jit (its static arguments and "
+                                 "donated buffers as you declared them), compiled as one "
+                                 "program (static: n)")
+    grad = ProbeSpec.model_validate({"name": "p", "transform": "grad", "argnums": ["w"]})
+    assert grad.summary()[0] == "jax.grad (argnums w) of your function, compiled as one program"
+
+
 def test_flops_bound() -> None:
     spec = probe(flops={"reference_times": 1.5})
     reference = StoredProbe(flops=1000)

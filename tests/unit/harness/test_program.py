@@ -127,7 +127,7 @@ def test_vet_refuses_custom_calls_outside_the_allow_list() -> None:
     ok = Module(CALL.format(target="Sharding"),
                 '"stablehlo.custom_call"(%IN) {call_target_name = "lapack_sgetrf_ffi"} : '
                 "(tensor<f32>) -> tensor<f32>")
-    assert program.vet(ok, 1, 1)["custom_call"] == 2
+    assert program.vet(ok, 1, 1)[0]["custom_call"] == 2
     for target in ("xla_ffi_python_cpu_callback", "xla_python_cpu_callback", "anything",
                    '"a name the printer quotes"'):
         with pytest.raises(program.Refused, match=target.strip('"')):
@@ -139,7 +139,7 @@ def test_vet_refuses_custom_calls_outside_the_allow_list() -> None:
 def test_vet_counts_operations_not_the_names_in_the_text() -> None:
     # Output paths, scope names and locations are the submission's text: a key that says
     # "stablehlo.while" is no while loop, and a long made-up name is no operation.
-    ops = program.vet(Module("stablehlo.add %IN, %IN : tensor<f32> "
+    ops, _ = program.vet(Module("stablehlo.add %IN, %IN : tensor<f32> "
                              'loc("jit(f)/stablehlo.sort_' + "x" * 200 + '")',
                              result="['stablehlo.while custom_call @anything']"), 1, 1)
     assert ops == {"add": 1, "func.return": 1, "func.func": 1, "builtin.module": 1}
@@ -150,3 +150,45 @@ def test_garbage_is_refused() -> None:
                "mesh": None, "specs": None}
     with pytest.raises(program.Refused, match="could not be read"):
         program.run(request, [np.ones(3, np.float32)], encode, 1 << 22, 1 << 22)
+
+
+def _sgd(params: dict[str, Any], grads: dict[str, Any], lr: float) -> dict[str, Any]:
+    return jax.tree.map(lambda p, g: p - lr * g, params, grads)
+
+
+TREE = {"w": np.arange(64, dtype=np.float32).reshape(8, 8), "b": np.ones(8, np.float32)}
+ONES = {"w": np.ones((8, 8), np.float32), "b": np.ones(8, np.float32)}
+
+
+def test_own_jit_keeps_the_submissions_donation_and_the_clean_side_honours_it() -> None:
+    spec = ProbeSpec(name="p", transform="own_jit", static=["lr"])
+    args = {"params": TREE, "grads": ONES, "lr": 0.5}
+    kinds = ["any", "any", "float"]
+    donating = jax.jit(_sgd, static_argnames="lr", donate_argnums=0)
+    value, donated, paths = exchange(donating, spec, args, kinds)
+    _, kept, _ = exchange(jax.jit(_sgd, static_argnames="lr"), spec, args, kinds)
+    assert paths == ["['b']", "['w']"]
+    got = [np.asarray(decode_input(leaf)).ravel() for leaf in value["items"]]
+    assert np.allclose(got[1], (TREE["w"] - 0.5).ravel()) and np.allclose(got[0], 0.5)
+    # The parameters' buffers (8x8 + 8 floats) are written over: that much less in all.
+    assert donated.memory is not None and kept.memory is not None
+    size = (64 + 8) * 4
+    assert (donated.memory.aliased, kept.memory.aliased) == (size, 0)
+    assert kept.memory.metric("total") - donated.memory.metric("total") == size
+    # The same function inside the judge's own jit loses its donation (it is inlined).
+    _, wrapped, _ = exchange(donating, ProbeSpec(name="p", static=["lr"]), args, kinds)
+    assert wrapped.memory is not None and wrapped.memory.aliased == 0
+    # The test's own inputs are not written over: they are copied before a donation.
+    assert TREE["w"][0, 1] == 1.0
+
+
+def test_own_jit_needs_a_jit_function_with_its_statics_declared() -> None:
+    spec = ProbeSpec(name="p", transform="own_jit", static=["lr"])
+    args = {"params": TREE, "grads": ONES, "lr": 0.5}
+    with pytest.raises(ValueError, match="not a jax.jit function"):
+        exchange(_sgd, spec, args, ["any", "any", "float"])
+    # lr not static in the submission's jit: its trace sees a traced lr, and the program
+    # takes an input the test does not give.
+    with pytest.raises((program.Refused, TypeError, ValueError)):
+        exchange(jax.jit(lambda params, grads, lr: _sgd(params, grads, int(lr))), spec, args,
+                 ["any", "any", "float"])
