@@ -42,12 +42,14 @@ def build(problem: Problem, *, sandbox: Sandbox, settings: Settings) -> Manifest
             continue
         probes, failed = _probes(problem, test.name, probe_runs.get(i, []))
         failures += failed
+        if failed:
+            continue
         stored.append(StoredTest(name=test.name, visibility=test.visibility,
                                  points=test.points, args=test.args, expected=run.value,
                                  probes=probes))
     if failures:
         # Every failure at once, so that one build shows the author all there is to fix.
-        raise BuildFailed(problem.id, failures)
+        raise BuildFailed(problem.id, failures, passed=stored)
     return write_tests(problem, stored, {
         "harness": HARNESS_VERSION, "jax": version("jax"), "flax": version("flax"),
     })

@@ -220,13 +220,41 @@ def build(obj: Context, problem_ids: tuple[str, ...], sandbox_name: str | None) 
             try:
                 manifest = build_problem(problem, sandbox=sandbox, settings=obj.settings)
             except BuildFailed as exc:
-                # Every failure of the reference, the first line of each: all to fix.
+                # Every failure of the reference, the first line of each, and every example
+                # checked on the tests the reference passed: all to fix, at once.
+                _print_examples(obj, problem, exc.passed, sandbox)
                 _fail("\n  ".join([str(exc).splitlines()[0]] + [
                     failure.splitlines()[0] for failure in exc.failures[1:]]), 1)
             obj.out.print(f"{problem.id}: {len(manifest.files)} tests, "
                           f"data {manifest.data_hash[:16]}, version {problem.version}")
     finally:
         sandbox.close()
+
+
+def _print_examples(obj: Context, problem: Any, passed: list[Any], sandbox: Any) -> None:
+    """After a failed build: each example's verdict on the tests the reference passed."""
+    from judge.verify import check_examples
+
+    checks = check_examples(problem, passed, sandbox=sandbox, settings=obj.settings)
+    if not checks:
+        return
+    obj.out.print(f"the examples, on the {len(passed)} test(s) the reference passed:")
+    for check in checks:
+        obj.out.print(_check_line(check, 1))
+
+
+def _check_line(check: Any, why_lines: int) -> str:
+    """One check of ``verify`` (or of a failed build's examples): ok or FAIL, and for a
+    failure the verdict expected and the first lines of why."""
+    from judge.verify import explain
+
+    mark = "[green]ok[/green]" if check.ok else "[red]FAIL[/red]"
+    line = f"{mark}  {check.problem}  {check.subject}: {escape(check.got)}"
+    if not check.ok:
+        line += f" (expected {escape(check.expected)})"
+        why = explain(check.report, check.ok)
+        line += "".join(f"\n      {escape(part)}" for part in why.splitlines()[:why_lines])
+    return line
 
 
 @cli.command()
@@ -269,7 +297,7 @@ def verify(obj: Context, problem_ids: tuple[str, ...], sandbox_name: str | None,
            jobs: int, strict: bool) -> None:
     """Check packages: data hash, inputs, reference and every example submission; then
     report what is missing or weak."""
-    from judge.verify import explain, regrade_reference, weaknesses
+    from judge.verify import regrade_reference, weaknesses
     from judge.verify import verify as verify_problem
 
     problems = [obj.catalog.get(i) for i in problem_ids] if problem_ids else obj.catalog.all()
@@ -283,16 +311,8 @@ def verify(obj: Context, problem_ids: tuple[str, ...], sandbox_name: str | None,
             for check in verify_problem(problem, sandbox=sandbox, settings=obj.settings,
                                         jobs=jobs):
                 checks.append(check)
-                mark = "[green]ok[/green]" if check.ok else "[red]FAIL[/red]"
-                line = f"{mark}  {check.problem}  {check.subject}: {escape(check.got)}"
-                if not check.ok:
-                    failures += 1
-                    line += f" (expected {escape(check.expected)})"
-                    why = explain(check.report, check.ok)
-                    if why:
-                        line += "".join(f"\n      {escape(part)}"
-                                        for part in why.splitlines()[:5])
-                obj.out.print(line)
+                failures += not check.ok
+                obj.out.print(_check_line(check, 5))
             if all(c.ok for c in checks):
                 regrade = regrade_reference(problem, sandbox=sandbox, settings=obj.settings)
                 for weakness in weaknesses(problem, checks, regrade):

@@ -16,6 +16,8 @@ verdicts. Errors are for the caller's input and for the judge's own state::
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class JudgeError(Exception):
     """Root of every error the core raises on purpose."""
@@ -44,8 +46,12 @@ class ProblemError(JudgeError):
 class BuildFailed(ProblemError):
     """The reference failed on some tests or probes: every failure, in test order."""
 
-    def __init__(self, problem_id: str, failures: list[str]) -> None:
+    def __init__(self, problem_id: str, failures: list[str], passed: list[Any] | None = None
+                 ) -> None:
         self.failures = failures
+        # The tests the reference passed, probes and all (judge.testdata.StoredTest): what
+        # the examples can still be checked on (judge.verify.check_examples).
+        self.passed = passed or []
         head = failures[0] if len(failures) == 1 else (
             f"{len(failures)} failures of the reference: {failures[0]}")
         super().__init__(f"{problem_id}: {head}" + "".join(f"\n  {f}" for f in failures[1:]))

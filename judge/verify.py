@@ -7,9 +7,12 @@ every example under ``submissions/<verdict>/`` gets the verdict its folder names
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from collections.abc import Callable, Generator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 
 from judge.errors import ProblemError
 from judge.generate import generate
@@ -18,7 +21,7 @@ from judge.problem import VERDICT_DIRS, Problem
 from judge.report import VerdictReport
 from judge.sandbox.base import Sandbox
 from judge.settings import Settings
-from judge.testdata import check_hash, load_tests
+from judge.testdata import StoredTest, check_hash, load_tests, write_tests
 from judge.verdict import Verdict
 
 
@@ -96,6 +99,32 @@ def _failing(report: VerdictReport, names: set[str]) -> frozenset[str]:
     """Which of ``names`` a report did not accept (one it has no line for, because the
     grading stopped before it, was not passed)."""
     return frozenset(names - {t.name for t in report.tests if t.verdict == Verdict.ACCEPTED})
+
+
+def check_examples(problem: Problem, passed: list[StoredTest], *, sandbox: Sandbox,
+                   settings: Settings, jobs: int = 1) -> list[Check]:
+    """After a build in which the reference failed some tests: every example's verdict on
+    the tests it passed (``BuildFailed.passed``), so that one build shows the author all
+    there is to fix. Graded in a copy of the package holding those tests' data only; the
+    package itself is not touched. A verdict here is on fewer tests than the package
+    declares: an example whose mistake only a failed test shows is not caught."""
+    if not passed:
+        return []
+    with tempfile.TemporaryDirectory(prefix="jaxjudge-check-") as tmp:
+        root = Path(tmp) / problem.path.name
+        shutil.copytree(problem.path, root, ignore=shutil.ignore_patterns("data", "data.new"))
+        copy = Problem.load(problem.id, root, version=problem.version)
+        write_tests(copy, passed, {"partial": f"{len(passed)} tests the reference passed"})
+        subjects = examples(copy)
+
+        def run(rel: str) -> VerdictReport:
+            code = (copy.path / rel).read_text(encoding="utf-8")
+            return grade(copy, code, sandbox=sandbox, settings=settings)
+
+        with ThreadPoolExecutor(max_workers=max(jobs, 1)) as pool:
+            reports = list(pool.map(run, [rel for rel, _ in subjects]))
+    return [Check(problem.id, rel, verdict, report.verdict.value, report)
+            for (rel, verdict), report in zip(subjects, reports, strict=True)]
 
 
 # How many more times a reference that looks slow is graded before it is called slow.

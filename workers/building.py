@@ -28,9 +28,9 @@ from typing import Any
 from celery.exceptions import SoftTimeLimitExceeded
 
 from judge.build import build
-from judge.errors import JudgeError, ProblemError, SandboxError
+from judge.errors import BuildFailed, JudgeError, ProblemError, SandboxError
 from judge.problem import Problem
-from judge.verify import Check, explain, regrade_reference, verify, weaknesses
+from judge.verify import Check, check_examples, explain, regrade_reference, verify, weaknesses
 from service.backoff import backoff
 from service.packages import files_under, pack, unpack
 from service.problemsets import (
@@ -117,7 +117,22 @@ def _build(ctx: Context, taken: BuildClaim, root: Path, steps: list[dict[str, An
         build(problem, sandbox=ctx.sandbox, settings=ctx.judge)
     except ProblemError as exc:
         step("build", wanted, "the reference failed", str(exc).removeprefix(f"{problem.id}: "))
-        return None, f"build: {exc}", []
+        passed = exc.passed if isinstance(exc, BuildFailed) else []
+        # The examples on the tests the reference passed: one build shows all to fix.
+        try:
+            on_passed = check_examples(problem, passed, sandbox=ctx.sandbox, settings=ctx.judge)
+        except JudgeError:  # an example the checks cannot read: the build's error says enough
+            on_passed = []
+        for check in on_passed:
+            step(check.subject, check.expected, check.got,
+                 f"on the {len(passed)} test(s) the reference passed: "
+                 + explain(check.report, check.ok))
+        if time.monotonic() > deadline:
+            raise _Over from None
+        wrong = [c.subject for c in on_passed if not c.ok]
+        also = (f"; and on the {len(passed)} test(s) the reference passed, {len(wrong)} "
+                f"example(s) got the wrong verdict: {', '.join(wrong)}") if wrong else ""
+        return None, f"build: {exc}{also}", []
     step("build", wanted, wanted)
     checks: list[Check] = []
     running = verify(problem, sandbox=ctx.sandbox, settings=ctx.judge)

@@ -256,16 +256,31 @@ def test_a_build_whose_reference_fails_reports_every_failure_at_once(
         "    if num_devices in (1.0, 8.0):\n"
         "        raise ValueError(f'no layout for {num_devices:g} devices')\n"
         "    return [int(kernel_in), int(kernel_out) // int(num_devices)]\n")
+    # Two examples: one filed right, one misfiled (it is right, filed as wrong).
+    for folder, name, code in [("accepted", "floor_division.py", CORRECT),
+                               ("wrong_answer", "misfiled.py", CORRECT),
+                               ("wrong_answer", "rows_split.py",
+                                "def layout(num_devices, kernel_in, kernel_out):\n"
+                                "    return [kernel_in // num_devices, kernel_out]\n")]:
+        (package / "submissions" / folder).mkdir(parents=True, exist_ok=True)
+        (package / "submissions" / folder / name).write_text(f"# {name}\n{code}")
     manifest = (package / "data" / "manifest.json").read_text()
     monkeypatch.setenv("JAXJUDGE_PROBLEMS_DIR", str(root))
-    code, _, err = jaxjudge(capsys, "build", "demo/layout", "--sandbox", "process")
+    code, out, err = jaxjudge(capsys, "build", "demo/layout", "--sandbox", "process")
     assert code == 1
     assert "2 failures of the reference: the reference solution got error on test 'one': " \
         "ValueError: no layout for 1 devices" in err, err
     assert "\n  the reference solution got error on test 'eight': ValueError: no layout " \
         "for 8 devices" in err, err
+    # And every example, checked on the tests the reference passed, in the same run.
+    assert "the examples, on the 3 test(s) the reference passed:" in out, out
+    assert "ok  demo/layout  submissions/accepted/floor_division.py: accepted" in out
+    assert "ok  demo/layout  submissions/wrong_answer/rows_split.py: wrong_answer" in out
+    assert ("FAIL  demo/layout  submissions/wrong_answer/misfiled.py: accepted (expected "
+            "wrong_answer)") in out, out
     # Nothing was written: the package keeps the data it had.
     assert (package / "data" / "manifest.json").read_text() == manifest
+    assert not list(package.glob("data.new*"))
 
 
 @pytest.mark.slow

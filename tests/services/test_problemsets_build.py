@@ -138,6 +138,29 @@ def test_a_wrong_example_fails_the_build_with_every_failure_named(
     assert "wrong_answer" in failed[0]["detail"] and "test " in failed[0]["detail"]
 
 
+def test_a_reference_that_fails_a_test_still_has_every_example_checked(
+        client: FlaskClient, course: str, start_worker: Callable[..., Worker]) -> None:
+    # The reference fails on one row; an example is misfiled. One build names both: the
+    # examples are checked on the tests the reference passed.
+    start_worker()
+    files = slim(scaffold_files(), keep=("submissions/wrong_answer/columns_not_rows.py",))
+    files["submissions/accepted/columns.py"] = files[
+        "submissions/wrong_answer/columns_not_rows.py"]
+    files["reference.py"] = files["reference.py"].replace(
+        b"    z = x -", b"    if x.shape[0] == 1:\n        raise ValueError('one row')\n    z = x -")
+    _, location = push(client, course, files)
+    built = wait_built(client, course, location)
+    assert built["status"] == "failed" and not built["live"]
+    assert "ValueError: one row" in built["error"]
+    assert "example(s) got the wrong verdict: submissions/accepted/columns.py" in built["error"]
+    by_subject = {s["subject"]: s for s in built["steps"]}
+    assert not by_subject["build"]["ok"]
+    columns = by_subject["submissions/accepted/columns.py"]
+    assert not columns["ok"] and columns["got"] == "wrong_answer"
+    assert columns["detail"].startswith("on the ") and "test " in columns["detail"]
+    assert by_subject["submissions/wrong_answer/columns_not_rows.py"]["ok"]
+
+
 def test_each_submission_is_graded_on_its_version_until_the_instructor_rejudges(
         app: Flask, client: FlaskClient, keys: dict[str, str], course: str,
         start_worker: Callable[..., Worker]) -> None:
