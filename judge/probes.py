@@ -72,6 +72,13 @@ class MeshSpec(_Model):
     shape: list[StrictInt] | None = Field(default=None, description="Fixed sizes, or:")
     shape_arg: Name | None = Field(default=None, description="The argument that gives the "
                                    "sizes (a list of ints; missing trailing axes are 1).")
+    inputs_on_mesh: bool = Field(default=False, description="With shape_arg: the trace "
+                                 "sees each traced input in its layout on the test's mesh "
+                                 "(replicated unless in_specs says otherwise), as a fixed "
+                                 "shape gives it, for a function that reshards its inputs "
+                                 "(jax.sharding.reshard needs them on a mesh). Default: "
+                                 "shapes and dtypes only, so a function that builds its "
+                                 "own mesh of other axes meets no conflict.")
 
     @model_validator(mode="after")
     def _one_shape(self) -> MeshSpec:
@@ -465,8 +472,10 @@ def requests(spec: ProbeSpec, arg_names: list[str], kinds: list[str],
                            mesh=on_test, specs=specs if mesh else None,
                            static=[n in spec.static for n in arg_names],
                            # A function told the mesh's shape builds its own mesh and lays
-                           # out its inputs itself; one on a fixed mesh is handed them laid out.
-                           traced_layout=spec.mesh is not None and spec.mesh.shape is not None)
+                           # out its inputs itself (unless the probe hands them over on the
+                           # mesh); one on a fixed mesh is handed them laid out.
+                           traced_layout=spec.mesh is not None and (
+                               spec.mesh.shape is not None or spec.mesh.inputs_on_mesh))
     program = ProgramRequest(program="", transform=spec.transform, mesh=on_test,
                              specs=traced_specs if mesh else None)
     return export, export_args, program, values, value_kinds

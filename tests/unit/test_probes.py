@@ -221,6 +221,13 @@ def test_requests_send_abstract_inputs_and_static_values_only() -> None:
     # The clean run gets the traced arguments' values, in the probe's layout.
     assert values == [args["x"], args["lr"]] and kinds == ["array", "float"]
     assert program.specs == [["data"], None] and program.program == ""
+    # Unless the probe hands the inputs over on the mesh (for a function that reshards
+    # them): then the trace sees each one's layout, replicated where in_specs is silent.
+    on_mesh = spec.model_copy(update={"mesh": spec.mesh.model_copy(
+        update={"inputs_on_mesh": True})} if spec.mesh else {})
+    export, *_ = probes.requests(on_mesh, ["x", "lr", "mesh_shape"],
+                                 ["array", "float", "any"], args)
+    assert export.traced_layout and export.specs == [["data"], None, None]
 
 
 def test_requests_refuse_what_cannot_be_traced() -> None:

@@ -1,6 +1,7 @@
-# Accepted (see "What is graded"): reshards both operands to replicated copies, multiplies
+# Wrong (probe 'one-program'): reshards both operands to replicated copies, multiplies
 # them (the product is then replicated too) and reshards the result to the requested spec.
-# The layout is right, but every device received all of x and w on the way.
+# The values and the layout are right, but every device computed the whole product: up
+# to 8 times the reference's work per device (and gathered all of x and w on the way).
 import jax
 from jax.sharding import PartitionSpec as P
 from jax.sharding import reshard
