@@ -72,6 +72,25 @@ def _explicit(sharding: Any) -> bool:
 
 
 @contextlib.contextmanager
+def _on_mesh(mesh: Any) -> Iterator[None]:
+    """The test's mesh's devices as the current ones while the function is traced and its
+    program compiled: a function whose only layouts are a bare PartitionSpec under its own
+    ``jax.set_mesh``, or that takes no traced input at all, would otherwise make a program
+    for one device. Only the concrete devices: the abstract mesh stays the function's own
+    (``jax.shard_map`` over a mesh of other axes checks it against its own)."""
+    if mesh is None:
+        yield
+        return
+    from jax._src import config
+
+    previous = config.device_context.swap_local(mesh)
+    try:
+        yield
+    finally:
+        config.device_context.set_local(previous)
+
+
+@contextlib.contextmanager
 def _traced_as_run() -> Iterator[None]:
     """Make the function's host-level steps mean inside the trace what they mean when it
     runs, for the CPU and while the judge traces only:
@@ -169,7 +188,7 @@ def export(entry: Callable[..., Any], request: dict[str, Any], args: list[Any],
 
     transform = request["transform"]
     if transform == "own_jit":
-        return _export_own_jit(jax, entry, args, avals, static, max_bytes)
+        return _export_own_jit(jax, entry, args, avals, static, mesh, max_bytes)
     if transform in ("grad", "value_and_grad", "jacobian"):
         argnums = tuple(request.get("argnums") or [0])
         fn = {"grad": jax.grad, "value_and_grad": jax.value_and_grad,
@@ -185,13 +204,13 @@ def export(entry: Callable[..., Any], request: dict[str, Any], args: list[Any],
         paths[:] = [jax.tree_util.keystr(p) for p, _ in leaves]
         return tuple(leaf for _, leaf in leaves)
 
-    with _traced_as_run():
+    with _traced_as_run(), _on_mesh(mesh):
         exported = jax.export.export(jax.jit(flat), platforms=("cpu",))(*avals)
     return _serialized(exported, paths, max_bytes)
 
 
 def _export_own_jit(jax: Any, entry: Callable[..., Any], args: list[Any], avals: list[Any],
-                    static: list[bool], max_bytes: int) -> dict[str, Any]:
+                    static: list[bool], mesh: Any, max_bytes: int) -> dict[str, Any]:
     """Export the entry point's own ``jax.jit`` as the submission declared it: what it
     makes static and which buffers it donates are the submission's, and donation survives
     only in a jit that is exported itself (one called inside another jit is inlined, its
@@ -203,7 +222,7 @@ def _export_own_jit(jax: Any, entry: Callable[..., Any], args: list[Any], avals:
                          "functools.partial(jax.jit, ...))")
     it = iter(avals)
     full = [next(it) if not s else _hashable(a) for a, s in zip(args, static, strict=True)]
-    with _traced_as_run():
+    with _traced_as_run(), _on_mesh(mesh):
         exported = jax.export.export(entry, platforms=("cpu",))(*full)
     n = exported.out_tree.num_leaves
     tree = jax.tree_util.tree_unflatten(exported.out_tree, list(range(n)))
@@ -344,8 +363,9 @@ def run(request: dict[str, Any], inputs: list[Any], encode: Callable[..., Any],
             raise Refused(f"the program takes input {i} in another layout than the test gives")
     compiled = _COMPILED.get(key)
     if compiled is None:
-        compiled = _COMPILED[key] = jax.jit(exported.call, donate_argnums=donate).lower(
-            *placed).compile()
+        with _on_mesh(mesh):  # a program that takes no input is for the mesh too
+            compiled = _COMPILED[key] = jax.jit(exported.call, donate_argnums=donate).lower(
+                *placed).compile()
     for i, (want, got) in enumerate(zip(leaves, jax.tree.leaves(compiled.input_shardings[0]),
                                         strict=True)):
         if not got.is_equivalent_to(want.sharding, want.ndim):

@@ -192,3 +192,24 @@ def test_own_jit_needs_a_jit_function_with_its_statics_declared() -> None:
     with pytest.raises((program.Refused, TypeError, ValueError)):
         exchange(jax.jit(lambda params, grads, lr: _sgd(params, grads, int(lr))), spec, args,
                  ["any", "any", "float"])
+
+
+def test_a_program_whose_only_layouts_come_from_its_own_mesh_is_for_the_tests_mesh() -> None:
+    # No traced input (everything static), and a bare PartitionSpec under the function's
+    # own jax.set_mesh: the program is still traced and compiled for the test's 8 devices.
+    def init(rows: int, mesh_shape: list[int]) -> Any:
+        mesh = jax.make_mesh(tuple(mesh_shape), ("data", "model"),
+                             axis_types=(jax.sharding.AxisType.Auto,) * 2)
+        with jax.set_mesh(mesh):
+            x = jnp.arange(rows * 8, dtype=jnp.float32).reshape(rows, 8)
+            return jax.lax.with_sharding_constraint(x * 2, P("data", "model"))
+
+    spec = ProbeSpec(name="p", static=["rows", "mesh_shape"],
+                     mesh={"axes": ["data", "model"], "shape_arg": "mesh_shape"})
+    value, facts, _ = exchange(init, spec, {"rows": 16, "mesh_shape": [2, 4]}, ["int", "any"])
+    (leaf,) = value["items"]
+    assert np.array_equal(np.asarray(decode_input(leaf)),
+                          np.arange(128, dtype=np.float32).reshape(16, 8) * 2)
+    assert len(facts.assignment) == 8
+    # Each device writes its (8, 2) block only.
+    assert facts.memory is not None and facts.memory.outputs == 8 * 2 * 4
