@@ -394,6 +394,10 @@ def test_a_new_package_verifies_strictly_then_verify_names_its_weaknesses(
                     "compile_error/missing_colon.py: compile_error"]:
         assert example in out, out
     assert "weak" not in out and "all 1 problem(s) verified" in out
+    # The limits' examples have no part in what follows (and each costs its limit again).
+    for verdict in ("time_limit_exceeded", "memory_limit_exceeded", "output_limit_exceeded",
+                    "compile_error"):
+        shutil.rmtree(package / "submissions" / verdict)
 
     # Left with the wrong answer that only the large logits catch, and a reference that
     # uses 0.6 s of CPU time of the 5 s limit per test: still correct, but weak. (Time is
