@@ -8,12 +8,13 @@ shardings). Every test must come back ``ok``; otherwise nothing is written.
 from __future__ import annotations
 
 from importlib.metadata import version
+from typing import Any
 
 from judge.errors import BuildFailed, ProblemError
 from judge.generate import generate
 from judge.grading import ProbeRun, run_with_probes
 from judge.harness import HARNESS_VERSION
-from judge.probes import StoredProbe, program_result
+from judge.probes import StoredProbe, check_facts, mesh_of, program_result
 from judge.problem import Problem
 from judge.sandbox.base import Sandbox
 from judge.settings import Settings
@@ -40,7 +41,7 @@ def build(problem: Problem, *, sandbox: Sandbox, settings: Settings) -> Manifest
             failures.append(f"the reference solution got {run.status} on test "
                             f"{test.name!r}: {why}")
             continue
-        probes, failed = _probes(problem, test.name, probe_runs.get(i, []))
+        probes, failed = _probes(problem, test.name, test.args, probe_runs.get(i, []))
         failures += failed
         if failed:
             continue
@@ -55,10 +56,12 @@ def build(problem: Problem, *, sandbox: Sandbox, settings: Settings) -> Manifest
     })
 
 
-def _probes(problem: Problem, test: str, runs: list[ProbeRun]
+def _probes(problem: Problem, test: str, args: dict[str, Any], runs: list[ProbeRun]
             ) -> tuple[dict[str, StoredProbe], list[str]]:
     """The reference's program's results for each probe on one test, and what failed:
-    every probe must trace, compile and run, or nothing is written."""
+    every probe must trace, compile and run, and the reference's own program meet the
+    probe's bounds (an absolute one, or one below its own figure), or nothing is
+    written."""
     stored, failures = {}, []
     for run in runs:
         export, program = run.export, run.program
@@ -77,8 +80,15 @@ def _probes(problem: Problem, test: str, runs: list[ProbeRun]
             failures.append(f"{where}: the reference's program failed ({status}): {why}")
             continue
         value = program_result(run.probe, export.exported.paths, program.value.items)
-        stored[run.probe.name] = StoredProbe(
+        own = StoredProbe(
             expected=value if run.probe.values else None,
             memory=program.facts.memory if program.facts is not None else None,
             flops=program.facts.flops if program.facts is not None else None)
+        if program.facts is not None:
+            bounds = check_facts(run.probe, program.facts, mesh_of(run.probe, args), own)
+            if not bounds.passed:
+                failures.append(f"{where}: the reference's own program does not meet the "
+                                f"probe's bounds: {bounds.detail}")
+                continue
+        stored[run.probe.name] = own
     return stored, failures

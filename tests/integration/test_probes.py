@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from judge.build import build
+from judge.errors import BuildFailed
 from judge.catalog import Catalog
 from judge.grading import grade
 from judge.problem import Problem
@@ -239,3 +240,27 @@ def test_the_submissions_own_jit_keeps_its_donation(sandbox: Sandbox, settings: 
     assert report.verdict is Verdict.WRONG_ANSWER
     assert "572 bytes of new output (not written over donated inputs)" in sample_message(
         report), sample_message(report)
+
+
+def test_a_build_refuses_a_reference_over_its_own_probes_bounds(
+        tmp_path: Path, settings: Settings) -> None:
+    # A bound the reference itself breaks (an absolute one too low) would fail every
+    # answer: the build says so instead of writing data that grades nothing right.
+    root = tmp_path / "demo" / "tree"
+    root.mkdir(parents=True)
+    (root / "problem.yaml").write_text(TREE_PROBLEM.replace(
+        "temporaries: {reference_times: 1.5, plus: 1024}", "temporaries: {at_most: 8}"))
+    (root / "reference.py").write_text(TREE_REFERENCE)
+    (root / "statement.md").write_text("# A loss over a parameter tree\n")
+    problem = Problem.load("demo/tree", root)
+    box = get_sandbox("process", settings)
+    try:
+        with pytest.raises(BuildFailed) as failed:
+            build(problem, sandbox=box, settings=settings)
+    finally:
+        box.close()
+    assert len(failed.value.failures) == 2, failed.value.failures  # both tests
+    assert ("probe 'split-kernels' on test 'small': the reference's own program does not "
+            "meet the probe's bounds: your compiled program needs") in failed.value.failures[0]
+    assert "at most 8 expected" in failed.value.failures[0]
+    assert failed.value.passed == [] and not (root / "data").exists()
