@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from judge.build import build
-from judge.errors import BuildFailed
 from judge.catalog import Catalog
+from judge.errors import BuildFailed
 from judge.grading import grade
 from judge.problem import Problem
 from judge.report import VerdictReport

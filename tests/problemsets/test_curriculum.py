@@ -127,9 +127,17 @@ def test_statements_and_solutions_use_the_pinned_apis(problem_id: str) -> None:
             assert old not in text, f"{problem_id}/{name} uses {old!r}: {instead}"
 
 
-# -- the JAX fundamentals set (issue 22: being built, in teaching order) ----------------
+# -- the JAX fundamentals set, in teaching order ------------------------------------------
 
 FUNDAMENTALS = [pid for pid in CATALOG.ids() if pid.startswith("jax-fundamentals/")]
+
+
+def test_the_fundamentals_cover_the_twelve_skills() -> None:
+    # grad/value_and_grad, custom_vjp, vmap, jit with static arguments, pytrees, PRNG
+    # keys, scan, checkpoint, shard_map with psum, donation, optax: at least one each.
+    assert len(FUNDAMENTALS) >= 12
+    transforms = {p.transform for pid in FUNDAMENTALS for p in CATALOG.get(pid).spec.probes}
+    assert {"jit", "grad", "own_jit"} <= transforms
 
 
 def test_the_fundamentals_are_listed_in_teaching_order_with_their_checkers() -> None:
