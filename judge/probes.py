@@ -43,13 +43,12 @@ from judge.sandbox.protocol import (
     ProgramFacts,
     ProgramRequest,
     SpecTree,
+    Transform,
 )
 from judge.values import ArrayValue, StrValue, TreeValue, Value
 
 Slug = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]*$", max_length=80)]
 Name = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=100)]
-Transform = Literal["jit", "own_jit", "grad", "value_and_grad", "jacobian", "vmap",
-                    "eval_shape"]
 Collectives = Literal["all-reduce", "all-gather", "reduce-scatter", "all-to-all",
                       "collective-permute"]
 # fresh_outputs: output bytes not written over donated inputs (what donation saves).

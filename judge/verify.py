@@ -12,6 +12,7 @@ import tempfile
 from collections.abc import Callable, Generator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from judge.errors import ProblemError
@@ -84,11 +85,21 @@ def verify(problem: Problem, *, sandbox: Sandbox, settings: Settings, jobs: int 
     yield Check(problem.id, "inputs", "reproducible",
                 "reproducible" if stored == fresh else "differ from problem.yaml: rebuild")
     subjects = [(problem.spec.reference, Verdict.ACCEPTED.value), *examples(problem)]
+    yield from _graded(problem, subjects, sandbox=sandbox, settings=settings, jobs=jobs)
 
-    def run(rel: str) -> VerdictReport:
-        code = (problem.path / rel).read_text(encoding="utf-8")
-        return grade(problem, code, sandbox=sandbox, settings=settings)
 
+def _grade_file(problem: Problem, rel: str, *, sandbox: Sandbox, settings: Settings
+                ) -> VerdictReport:
+    """Grade one of the package's own files (the reference, an example) as a submission."""
+    code = (problem.path / rel).read_text(encoding="utf-8")
+    return grade(problem, code, sandbox=sandbox, settings=settings)
+
+
+def _graded(problem: Problem, subjects: list[tuple[str, str]], *, sandbox: Sandbox,
+            settings: Settings, jobs: int) -> Generator[Check, None, None]:
+    """A check of each (file, verdict it should get), in order; gradings run ``jobs`` at
+    a time, and closing the generator cancels those not started."""
+    run = partial(_grade_file, problem, sandbox=sandbox, settings=settings)
     with ThreadPoolExecutor(max_workers=max(jobs, 1)) as pool:
         reports = pool.map(run, [rel for rel, _ in subjects])
         for (rel, verdict), report in zip(subjects, reports, strict=True):
@@ -115,16 +126,8 @@ def check_examples(problem: Problem, passed: list[StoredTest], *, sandbox: Sandb
         shutil.copytree(problem.path, root, ignore=shutil.ignore_patterns("data", "data.new"))
         copy = Problem.load(problem.id, root, version=problem.version)
         write_tests(copy, passed, {"partial": f"{len(passed)} tests the reference passed"})
-        subjects = examples(copy)
-
-        def run(rel: str) -> VerdictReport:
-            code = (copy.path / rel).read_text(encoding="utf-8")
-            return grade(copy, code, sandbox=sandbox, settings=settings)
-
-        with ThreadPoolExecutor(max_workers=max(jobs, 1)) as pool:
-            reports = list(pool.map(run, [rel for rel, _ in subjects]))
-    return [Check(problem.id, rel, verdict, report.verdict.value, report)
-            for (rel, verdict), report in zip(subjects, reports, strict=True)]
+        return list(_graded(copy, examples(copy), sandbox=sandbox, settings=settings,
+                            jobs=jobs))
 
 
 # How many more times a reference that looks slow is graded before it is called slow.
@@ -135,10 +138,8 @@ def regrade_reference(problem: Problem, *, sandbox: Sandbox, settings: Settings
                       ) -> Callable[[], VerdictReport]:
     """Grades the reference once more when called: for :func:`weaknesses` to measure
     it again."""
-    def run() -> VerdictReport:
-        code = problem.reference_path.read_text(encoding="utf-8")
-        return grade(problem, code, sandbox=sandbox, settings=settings)
-    return run
+    return partial(_grade_file, problem, problem.spec.reference, sandbox=sandbox,
+                   settings=settings)
 
 
 def weaknesses(problem: Problem, checks: list[Check],
