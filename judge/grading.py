@@ -295,6 +295,7 @@ def _judge_test(test: StoredTest, run: TestRun, checker: Checker,
                 probe_runs: list[ProbeRun] | None = None) -> TestResult:
     sample = test.visibility == "sample"
     verdict: Verdict
+    failed_probe: str | None = None  # a probe that failed a test whose value passed
     if run.status == "ok" and run.value is not None:
         result = checker.check(test.expected, run.value)
         verdict = Verdict.ACCEPTED if result.passed else Verdict.WRONG_ANSWER
@@ -307,6 +308,7 @@ def _judge_test(test: StoredTest, run: TestRun, checker: Checker,
             found = _judge_probe(test, probe_run, checker, mesh)
             if found is not None:
                 verdict, message = found
+                failed_probe = probe_run.probe.name
                 break
     elif run.status == "not_run":
         verdict, message = _test_verdict(run), run.message
@@ -330,6 +332,7 @@ def _judge_test(test: StoredTest, run: TestRun, checker: Checker,
         time_ms=round(run.time_ms, 3),
         cpu_ms=round(run.cpu_ms, 3),
         message=message,
+        probe=failed_probe,
         **extra,
     )
 

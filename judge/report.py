@@ -32,6 +32,10 @@ class TestResult(_Model):
         description="Why the test failed. For hidden tests it never shows expected values, "
         "inputs or the submission's own error messages.",
     )
+    probe: str | None = Field(
+        default=None, description="The probe that failed the test: the returned value "
+        "passed the checker, the compiled program did not pass this probe's checks "
+        "(problem-format.md, Probes). Null when no probe failed it.")
     input: str | None = Field(default=None, description="Sample tests only.")
     expected: str | None = Field(default=None, description="Sample tests only.")
     received: str | None = Field(default=None, description="Sample tests only.")

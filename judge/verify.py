@@ -112,6 +112,13 @@ def _failing(report: VerdictReport, names: set[str]) -> frozenset[str]:
     return frozenset(names - {t.name for t in report.tests if t.verdict == Verdict.ACCEPTED})
 
 
+def _only_probes_catch(report: VerdictReport) -> bool:
+    """Whether every test a report did not accept was failed by a probe, its returned
+    value having passed: the right numbers, computed the wrong way."""
+    failed = [t for t in report.tests if t.verdict != Verdict.ACCEPTED]
+    return bool(failed) and all(t.probe is not None for t in failed)
+
+
 def check_examples(problem: Problem, passed: list[StoredTest], *, sandbox: Sandbox,
                    settings: Settings, jobs: int = 1) -> list[Check]:
     """After a build in which the reference failed some tests: every example's verdict on
@@ -147,7 +154,9 @@ def weaknesses(problem: Problem, checks: list[Check],
     """What a package that passes its checks still lacks, from those checks' reports:
     no wrong answer to show that the hidden tests catch a mistake (or only one, or several
     that fail exactly the same tests), no runtime-error example, no accepted example
-    other than the reference, hidden tests that every wrong answer passes, and a
+    other than the reference, hidden tests that every wrong answer passes, probes that no
+    wrong answer shows at work (one that returns the right values and fails only on
+    probes: the right numbers computed the wrong way), and a
     reference that uses more than a tenth of the time limit in CPU time (a correct but
     slower submission would time out). Empty for a package with nothing to add.
 
@@ -186,6 +195,9 @@ def weaknesses(problem: Problem, checks: list[Check],
         if weak:
             found.append(f"{len(weak)} of {len(hidden)} hidden tests are passed by every "
                          f"wrong answer: {', '.join(weak)}")
+        if problem.spec.probes and not any(_only_probes_catch(r) for r in reports):
+            found.append("no wrong answer that only a probe catches: nothing shows that the "
+                         "probes refuse the right numbers computed the wrong way")
     reference = by_subject.get(problem.spec.reference)
     if reference is not None and reference.report is not None and reference.report.tests:
         # CPU time, as the limit: what the rest of the machine does does not change it.

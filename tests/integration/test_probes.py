@@ -91,6 +91,9 @@ def test_the_right_values_without_the_custom_vjp_fail_the_gradient(
     # The tiny weights never reach the clipping: that test's gradient is right.
     assert hidden == {"wide": "probe 'gradient': the compiled program's results are not "
                               "the expected ones", "tiny-values": ""}
+    # The report names the probe that failed each test whose value passed.
+    assert {t.name: t.probe for t in report.tests} == {
+        "small": "gradient", "wide": "gradient", "tiny-values": None}
 
 
 def test_a_function_the_judge_cannot_trace_fails_its_probes(
@@ -137,6 +140,39 @@ def test_work_every_device_repeats_is_seen_in_the_collectives(
     message = sample_message(report)
     assert message.startswith("probe 'split-rows': your compiled program has 0 all-reduces "
                               "over 'rows', at least 1 expected"), message
+
+
+def test_strict_verify_asks_for_a_wrong_answer_that_only_a_probe_catches(
+        catalog: Catalog, settings: Settings) -> None:
+    """A package with probes shows them at work with a wrong answer whose values pass
+    and whose program does not; wrong answers that return wrong values show nothing
+    about the probes."""
+    from judge.verify import Check, weaknesses
+
+    problem = catalog.get("demo/probed")
+    only_probes = "no wrong answer that only a probe catches"
+    wrong_values = HONEST.replace("** 2)", "** 2) * 2.0")  # a wrong loss, the clip kept
+    box = get_sandbox("process", settings)
+    try:
+        def check(rel: str, code: str) -> Check:
+            report = grade(problem, textwrap.dedent(code), sandbox=box, settings=settings)
+            return Check(problem.id, rel, "wrong_answer", report.verdict.value, report)
+
+        # The package's two wrong answers, graded as if each returned wrong values.
+        loop, no_vjp = ("submissions/wrong_answer/loop_over_rows.py",
+                        "submissions/wrong_answer/no_custom_vjp.py")
+        values_wrong = [check(loop, wrong_values),
+                        check(no_vjp, wrong_values.replace("* 2.0", "* 3.0"))]
+        assert all(c.ok for c in values_wrong)
+        assert all(t.probe is None for c in values_wrong for t in c.report.tests)
+        assert any(only_probes in w for w in weaknesses(problem, values_wrong))
+        # As filed, no_custom_vjp.py returns the right losses and fails on the gradient.
+        computed_wrong = check(no_vjp, (problem.path / no_vjp).read_text())
+        assert computed_wrong.ok
+        assert not any(only_probes in w
+                       for w in weaknesses(problem, [values_wrong[0], computed_wrong]))
+    finally:
+        box.close()
 
 
 def test_build_stores_each_probes_result_on_the_reference(

@@ -113,6 +113,31 @@ def test_a_sharding_checker_has_layouts_to_check_in_every_test(problem_id: str) 
         assert _layouts(expected) > 0, f"{path.name}: the expected output has no layout"
 
 
+# The problems whose skill is a parallel computation or a sharded creation of arrays:
+# each is graded on the program XLA compiles from the submission, not only on what it
+# returns. (The others return layouts of abstract values or arithmetic: docs/curriculum.md,
+# "Problems with no program to compile".)
+COMPILED = ["column-row-parallel-linear", "data-parallel-step", "explicit-reshard",
+            "fsdp-step", "sharded-init", "sharding-constraint-jit", "tensor-parallel-mlp"]
+
+
+@pytest.mark.parametrize("slug", COMPILED)
+def test_a_parallelism_problem_is_graded_on_its_compiled_program_per_device(slug: str) -> None:
+    problem = CATALOG.get(f"jax-sharding/{slug}")
+    assert problem.spec.probes, f"{slug} has no probe"
+    names = {t.name for t in load_tests(problem)}
+    for probe in problem.spec.probes:
+        # On the test's mesh, with a bound on what each device does or holds.
+        assert probe.mesh is not None
+        assert probe.collectives or probe.memory or probe.flops, probe.name
+        assert set(probe.tests or names) <= names
+        # A sample test among them, so that a student can read the figures.
+        samples = {t.name for t in load_tests(problem) if t.visibility == "sample"}
+        assert samples & set(probe.tests or names), probe.name
+    row = next(r for r in curriculum_rows() if r["problem"] == problem.id)
+    assert all(f"`{p.name}`" in row["skill"] for p in problem.spec.probes), row
+
+
 @pytest.mark.parametrize("problem_id", PROBLEMS)
 def test_statements_and_solutions_use_the_pinned_apis(problem_id: str) -> None:
     problem = CATALOG.get(problem_id)
