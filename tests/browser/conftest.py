@@ -3,11 +3,12 @@
 One stack for the whole folder (a package fixture: it starts in seconds, once), every
 piece a real process on 127.0.0.1: its own Redis (the session's is flushed by other
 tests), a migrated SQLite file, the API and pages served by gunicorn's gevent workers as
-in production, a Celery worker grading in the Docker sandbox and delivering webhooks and
-scores, and the sweeper. The test LMS (:mod:`tests.lti.platform`) runs at
-``http://localhost:<port>`` and the tool at ``http://127.0.0.1:<port>``: two sites, so
-the tool inside the LMS's course page is a third-party frame, and the browser blocks
-third-party cookies, as Safari does and Chrome can.
+in production, a Celery worker grading in the zygote sandbox (hardened Docker containers,
+as in production) and delivering webhooks and scores, and the sweeper. The test LMS
+(:mod:`tests.lti.platform`) runs at ``http://localhost:<port>`` and the tool at
+``http://127.0.0.1:<port>``: two sites, so the tool inside the LMS's course page is a
+third-party frame, and the browser blocks third-party cookies, as Safari does and Chrome
+can.
 
 Tests keep apart by their data (each makes its own users and resource links), not by
 order. Each page a test visits is saved as ``var/screenshots/<test>-<page>.png`` (and at
@@ -116,7 +117,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         "secret_key": secrets.token_urlsafe(32), "public_url": base,
         "webhook_allow": ["127.0.0.1", "localhost", "::1"], "lti_backoff_seconds": 0.5,
         "lti_roster_max_age_seconds": 0, "packages_dir": folder / "packages"})
-    judge = Settings(problems_dir=FIXTURE_PROBLEMS, sandbox="docker", pool_size=1)
+    judge = Settings(problems_dir=FIXTURE_PROBLEMS, sandbox="zygote")
     env = service_env({**settings.model_dump(), **judge.model_dump()})
     db = Database(database_url)
     with db.session() as s:

@@ -40,7 +40,8 @@ EXAMPLES = ["submissions/accepted/jax_nn_softmax.py",
             "submissions/runtime_error/axis_out_of_range.py",
             "submissions/time_limit_exceeded/loops_forever.py",
             "submissions/wrong_answer/columns_not_rows.py",
-            "submissions/wrong_answer/no_max_shift.py"]
+            "submissions/wrong_answer/no_max_shift.py",
+            "submissions/wrong_answer/row_max_in_a_loop.py"]
 SOLUTION = f"import jax\n\ndef {entry_name(SLUG)}(x):\n    return jax.nn.softmax(x, axis=-1)\n"
 
 

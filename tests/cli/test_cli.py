@@ -393,6 +393,7 @@ def test_a_new_package_verifies_strictly_then_verify_names_its_weaknesses(
                     "accepted/jax_nn_softmax.py: accepted",
                     "wrong_answer/no_max_shift.py: wrong_answer",
                     "wrong_answer/columns_not_rows.py: wrong_answer",
+                    "wrong_answer/row_max_in_a_loop.py: wrong_answer",
                     "runtime_error/axis_out_of_range.py: runtime_error",
                     "time_limit_exceeded/loops_forever.py: time_limit_exceeded",
                     "memory_limit_exceeded/allocates_too_much.py: memory_limit_exceeded",
@@ -407,8 +408,10 @@ def test_a_new_package_verifies_strictly_then_verify_names_its_weaknesses(
 
     # Left with the wrong answer that only the large logits catch, and a reference that
     # uses 0.6 s of CPU time of the 5 s limit on its one-row test: still correct, but
-    # weak. (Time is CPU time: a reference that slept would not be slow.)
+    # weak. (Time is CPU time: a reference that slept would not be slow.) Without the
+    # wrong answer that only the probe catches, the probe is not shown at work either.
     (package / "submissions" / "wrong_answer" / "columns_not_rows.py").unlink()
+    (package / "submissions" / "wrong_answer" / "row_max_in_a_loop.py").unlink()
     reference = package / "reference.py"
     fast = reference.read_text()
     reference.write_text("import time\n" + fast.replace("    z = x -", SLOW_ON_ONE_ROW))
@@ -420,9 +423,10 @@ def test_a_new_package_verifies_strictly_then_verify_names_its_weaknesses(
                      r"more than a tenth of the 5 s limit", out)
     assert slow and 0.6 <= float(slow[1]) < 5, out
     assert "one wrong_answer example: add a second mistake" in out
-    assert "3 weakness(es) to look at" in out
+    assert "no wrong answer that only a probe catches" in out
+    assert "4 weakness(es) to look at" in out
     code, out, _ = jaxjudge(capsys, "verify", "--strict", "course-a/softmax-rows")
-    assert code == 1 and "3 weakness(es), and --strict" in out
+    assert code == 1 and "4 weakness(es), and --strict" in out
     reference.write_text(fast)
 
     # Two wrong answers that fail exactly the same tests, and no runtime error example.

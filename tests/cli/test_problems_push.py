@@ -1,6 +1,7 @@
 """``jaxjudge problems push/versions/publish`` and ``jaxjudge tenants quotas``, run as
 the installed command against a live API (the app served on 127.0.0.1) and, for
-builds, a real worker with the Docker sandbox."""
+builds, a real worker with the zygote sandbox (hardened Docker containers, as the service's
+workers grade)."""
 
 from __future__ import annotations
 
@@ -83,7 +84,7 @@ def test_push_refused_uploads_exit_2_with_the_reason(
 def test_push_follows_the_build_and_a_failing_check_exits_1_with_every_failure(
         jaxjudge: Callable[..., subprocess.CompletedProcess[str]], tmp_path: Path,
         start_worker: Callable[..., Worker]) -> None:
-    start_worker()
+    start_worker(sandbox="zygote")  # the service's: one container start, not one per grading
     files = slim(scaffold_files())
     files["data/manifest.json"] = b"{}"  # left out: the judge builds the test data
     files["submissions/accepted/columns.py"] = files[

@@ -15,8 +15,10 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from servers import wait_for
 
 from judge.catalog import Catalog
 from judge.errors import SandboxUnavailable
@@ -59,7 +61,10 @@ def layout(num_devices, kernel_in, kernel_out):
 
 @pytest.fixture(scope="module", params=BACKENDS)
 def sandbox(request: pytest.FixtureRequest, settings: Settings) -> Iterator[Sandbox]:
-    box = get_sandbox(request.param, settings.model_copy(update={"zygote_count": 1}))
+    # Two zygotes, as the service keeps: one stands by while the other is replaced after a
+    # run that did not end cleanly (most here), and the busy-host test grades two at once.
+    box = get_sandbox(request.param, settings.model_copy(update={"zygote_count": 2}))
+    wait_for(lambda: settled(box), 120, f"the {box.name} sandbox's warm pool")  # unloaded
     yield box
     box.close()
 
@@ -174,7 +179,7 @@ def test_a_sandbox_the_busy_host_starves_gets_no_verdict(sandbox, catalog, setti
     # the cap; at the cap the judge gives up: the host's doing, so no verdict
     # (SandboxUnavailable: the service puts it back in the queue). The same loop on a
     # machine that lets it run is a time limit (the tests above); a sleeper beside the
-    # same load is one too (its threads wait for nothing).
+    # same load, graded at the same time, is one too (its threads wait for nothing).
     endless = """
         def layout(num_devices, kernel_in, kernel_out):
             if num_devices == 8:
@@ -182,10 +187,21 @@ def test_a_sandbox_the_busy_host_starves_gets_no_verdict(sandbox, catalog, setti
                     pass
             return [int(kernel_in), int(kernel_out) // int(num_devices)]
     """
-    with spinning(8):
+    # Every zygote ready before the load starts (one may still be replacing one that an
+    # earlier test's time limit ended), so that neither grading waits for a start-up.
+    wait_for(lambda: settled(sandbox), 120, f"the {sandbox.name} sandbox's warm pool")
+    with spinning(8), ThreadPoolExecutor(max_workers=2) as pool:
+        starved = pool.submit(run, sandbox, catalog, settings, endless, wall_time_factor=1.0)
+        sleeper = pool.submit(run, sandbox, catalog, settings,
+                              SLEEPS.replace("SECONDS", "60"), wall_time_factor=1.0)
         with pytest.raises(SandboxUnavailable, match="the machine was too busy"):
-            run(sandbox, catalog, settings, endless, wall_time_factor=1.0)
-        asleep = run(sandbox, catalog, settings, SLEEPS.replace("SECONDS", "60"),
-                     wall_time_factor=1.0)
+            starved.result()
+        asleep = sleeper.result()
     eight = next(t for t in asleep.tests if t.name == "eight")
     assert eight.verdict is Verdict.TIME_LIMIT_EXCEEDED
+
+
+def settled(sandbox: Sandbox) -> bool:
+    """Whether what the sandbox keeps warm is all ready (true when it keeps nothing)."""
+    warm = sandbox.warm()
+    return not warm or warm["ready"] >= warm["size"]

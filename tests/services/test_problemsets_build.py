@@ -1,7 +1,11 @@
-"""Uploaded packages built and verified by a real worker in the Docker sandbox: the
-scaffold goes live and grades a student; a hostile reference is contained and the
-version fails with its reason; versions and queued submissions; publish with a rejudge
-report."""
+"""Uploaded packages built and verified by a real worker: the scaffold goes live and
+grades a student; a hostile reference is contained in the Docker sandbox (a fresh
+container) and the version fails with its reason; versions and queued submissions;
+publish with a rejudge report.
+
+The tests that are not about the sandbox grade in the zygote sandbox, as the service's
+workers do (its containers are hardened as a fresh one is): one container start per
+worker process, not one per grading."""
 
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ from service_fixtures import auth, wait_done
 from service.settings import ServiceSettings
 
 pytestmark = pytest.mark.service
+ZYGOTE = {"sandbox": "zygote"}
 ACCEPTED = b"import jax\n\n\ndef softmax(x):\n    return jax.nn.softmax(x, axis=-1)\n"
 
 
@@ -54,12 +59,12 @@ def course(client: FlaskClient, keys: dict[str, str]) -> str:
 def test_the_scaffold_is_built_verified_goes_live_and_grades_a_student(
         client: FlaskClient, keys: dict[str, str], course: str,
         start_worker: Callable[..., Worker]) -> None:
-    start_worker()
+    start_worker(**ZYGOTE)
     first, location = push(client, course, scaffold_files())
     built = wait_built(client, course, location)
     assert built["status"] == "ready", (built["error"], built["steps"])
     assert built["live"] and built["error"] is None
-    assert built["done"] == built["total"] == 4 + 8  # every example of the scaffold
+    assert built["done"] == built["total"] == 4 + 9  # every example of the scaffold
     assert all(step["ok"] for step in built["steps"])
     assert [s["got"] for s in built["steps"] if s["subject"].startswith("submissions/")] == [
         s["subject"].split("/")[1] for s in built["steps"]
@@ -125,7 +130,7 @@ def test_a_hostile_reference_is_contained_and_the_version_fails_with_the_reason(
 
 def test_a_wrong_example_fails_the_build_with_every_failure_named(
         client: FlaskClient, course: str, start_worker: Callable[..., Worker]) -> None:
-    start_worker()
+    start_worker(**ZYGOTE)
     files = slim(scaffold_files())
     files["submissions/accepted/columns.py"] = files[
         "submissions/wrong_answer/columns_not_rows.py"]
@@ -142,7 +147,7 @@ def test_a_reference_that_fails_a_test_still_has_every_example_checked(
         client: FlaskClient, course: str, start_worker: Callable[..., Worker]) -> None:
     # The reference fails on one row; an example is misfiled. One build names both: the
     # examples are checked on the tests the reference passed.
-    start_worker()
+    start_worker(**ZYGOTE)
     files = slim(scaffold_files(), keep=("submissions/wrong_answer/columns_not_rows.py",))
     files["submissions/accepted/columns.py"] = files[
         "submissions/wrong_answer/columns_not_rows.py"]
@@ -164,7 +169,7 @@ def test_a_reference_that_fails_a_test_still_has_every_example_checked(
 def test_each_submission_is_graded_on_its_version_until_the_instructor_rejudges(
         app: Flask, client: FlaskClient, keys: dict[str, str], course: str,
         start_worker: Callable[..., Worker]) -> None:
-    worker = start_worker()
+    worker = start_worker(**ZYGOTE)
     v1, location = push(client, course, slim(scaffold_files()))
     assert wait_built(client, course, location)["live"]
     worker.stop()
@@ -178,7 +183,7 @@ def test_each_submission_is_graded_on_its_version_until_the_instructor_rejudges(
     files = slim(scaffold_files(), keep=())
     files["reference.py"] = files["reference.py"].replace(b"axis=-1", b"axis=0")
     v2, location2 = push(client, course, files, "?publish=true")
-    start_worker()
+    start_worker(**ZYGOTE)
     built = wait_built(client, course, location2)
     assert built["status"] == "ready" and built["live"], built
     assert "no wrong_answer example" in " ".join(built["weaknesses"])
