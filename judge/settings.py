@@ -28,7 +28,8 @@ class Settings(BaseSettings):
     )
     sandbox: str = Field(
         default="auto",
-        description="Sandbox backend: docker, process, or auto (docker when an engine answers, "
+        description="Sandbox backend: zygote, docker, process, or auto (zygote when an engine "
+        "answers and the zygote's seccomp profile exists, else docker when an engine answers, "
         "else process with a warning: for the CLI only; the service refuses a sandbox that "
         "does not isolate).",
     )
