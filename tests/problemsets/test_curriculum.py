@@ -125,14 +125,15 @@ COMPILED = ["column-row-parallel-linear", "data-parallel-step", "explicit-reshar
 def test_a_parallelism_problem_is_graded_on_its_compiled_program_per_device(slug: str) -> None:
     problem = CATALOG.get(f"jax-sharding/{slug}")
     assert problem.spec.probes, f"{slug} has no probe"
-    names = {t.name for t in load_tests(problem)}
+    tests = load_tests(problem)
+    names = {t.name for t in tests}
+    samples = {t.name for t in tests if t.visibility == "sample"}
     for probe in problem.spec.probes:
         # On the test's mesh, with a bound on what each device does or holds.
         assert probe.mesh is not None
         assert probe.collectives or probe.memory or probe.flops, probe.name
         assert set(probe.tests or names) <= names
         # A sample test among them, so that a student can read the figures.
-        samples = {t.name for t in load_tests(problem) if t.visibility == "sample"}
         assert samples & set(probe.tests or names), probe.name
     row = next(r for r in curriculum_rows() if r["problem"] == problem.id)
     assert all(f"`{p.name}`" in row["skill"] for p in problem.spec.probes), row
