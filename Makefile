@@ -39,7 +39,7 @@ down:
 	bash scripts/service.sh down
 
 lint: install
-	$(BIN)/ruff check judge api workers service lti web tests bench
+	$(BIN)/ruff check judge app api web lti workers service tools tests bench
 	$(BIN)/lint-imports
 	$(BIN)/mypy
 

@@ -1,9 +1,39 @@
-"""The Flask API: an app factory and a blueprint per resource, a thin adapter over the
-``service`` layer. It sends grading tasks by name and never imports ``workers``.
+"""The REST API: a blueprint per resource, a thin adapter over the ``service`` layer and
+a sibling of the pages (:mod:`web`) and the LTI endpoints (:mod:`lti.views`), none of
+which it imports. It sends grading tasks by name and never imports ``workers``.
 
-    gunicorn 'api:create_app()'
+:func:`include` is what the application factory (:mod:`app.factory`) includes: the
+problem+json error handlers, the blueprints, and the API's body and rate limits.
 """
 
-from api.app import create_app
+from __future__ import annotations
 
-__all__ = ["create_app"]
+from flask import Flask
+
+from app.limits import body_limit, exempt, limit_submitting, submission_body
+from app.services import Services
+
+
+def include(app: Flask, svc: Services) -> None:
+    from api import (
+        batches,
+        docs,
+        errors,
+        health,
+        launch_links,
+        problems,
+        problemsets,
+        submissions,
+    )
+
+    errors.register(app)
+    for module in (problems, problemsets, submissions, batches, launch_links, health, docs):
+        app.register_blueprint(module.bp)
+    settings = svc.settings
+    body_limit(app, "submissions.create_submission", submission_body(settings, svc.judge))
+    body_limit(app, "batches.create_batch", settings.max_request_bytes)
+    body_limit(app, "problemsets.upload", settings.max_request_bytes)
+    limit_submitting(app, svc.limiter, settings, "submissions.create_submission",
+                     "batches.create_batch")
+    exempt(app, svc.limiter, "health.healthz", "health.readyz", "health.metrics",
+           "docs.openapi_json", "docs.browse")

@@ -1,7 +1,7 @@
 """``Authorization: Bearer <key>``. A key belongs to one tenant and has a role; a view
 asks for the least role it needs with :func:`require`. Another tenant's objects are
 looked up with the caller's tenant in the query, so they answer 404, never 403. A key
-that authenticates is remembered as known (api/limits.py: the failure limit of its
+that authenticates is remembered as known (app/limits.py: the failure limit of its
 address does not apply to it); one that does not is a 401, counted against the address."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from typing import Any, TypeVar
 
 from flask import g
 
-from api.app import services
 from api.errors import ApiError
-from api.limits import presented_key
+from app.limits import presented_key
+from app.services import services
 from service.keys import authenticate
 from service.models import ROLE_RANK, Role
 

@@ -13,10 +13,10 @@ from flask import Blueprint, Response, g, request, url_for
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from api.app import services
 from api.auth import require
 from api.errors import ApiError
 from api.spec import operation, parse_json
+from app.services import services
 from judge.errors import SubmissionRejected
 from judge.report import VerdictReport
 from service.exports import ExportRow, gradescope_results, results_csv

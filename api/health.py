@@ -20,9 +20,8 @@ from prometheus_client.core import (
 from redis.exceptions import RedisError
 from sqlalchemy import text
 
-from api.app import Services, services
-from api.problems import global_scan
 from api.spec import operation
+from app.services import Services, services
 from service import metrics as shared
 from service.queue import BATCH, INTERACTIVE, WEBHOOKS
 from service.wire import Check, Health
@@ -60,7 +59,7 @@ def readiness(svc: Services) -> dict[str, Check]:
         checks["broker"] = Check(ok=False, detail="the broker is not answering")
         checks["workers"] = Check(ok=False, detail="unknown: the broker is down")
         checks["sandbox"] = Check(ok=False, detail="unknown: the broker is down")
-    broken = sorted(global_scan()[1])
+    broken = sorted(svc.library.global_scan()[1])
     checks["problems"] = Check(ok=not broken, detail=f"broken: {', '.join(broken)}"
                                if broken else "")
     return checks

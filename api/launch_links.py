@@ -9,10 +9,10 @@ from typing import Any
 
 from flask import Blueprint, g, request
 
-from api.app import services
 from api.auth import require
 from api.errors import ApiError
 from api.spec import operation, parse_json
+from app.services import services
 from service.launch_links import mint
 from service.models import Role
 from service.secret import secret_key

@@ -5,15 +5,14 @@ the report of which verdicts a rejudge changed."""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
-from flask import Blueprint, current_app, g
+from flask import Blueprint, g
 
-from api.app import services
 from api.auth import require
 from api.errors import ApiError
 from api.spec import operation, parse_query
+from app.services import services
 from judge.problem import Problem
 from service import rejudges
 from service.models import ROLE_RANK, Role, Submission
@@ -29,23 +28,12 @@ from service.wire import (
 )
 
 bp = Blueprint("problems", __name__)
-SCAN_SECONDS = 10.0  # how stale the list of good and broken global packages may be
-
-
-def global_scan() -> tuple[list[Problem], dict[str, str]]:
-    """:meth:`Catalog.scan` of the judge's own packages (which hashes every package's
-    test data, tens of ms for 20 problems), at most once per SCAN_SECONDS in a process."""
-    cache: dict[str, Any] = current_app.extensions.setdefault("jaxjudge.scan", {})
-    now = time.monotonic()
-    if cache.get("at") is None or now - cache["at"] > SCAN_SECONDS:
-        cache["result"], cache["at"] = services().library.catalog.scan(), now
-    found: tuple[list[Problem], dict[str, str]] = cache["result"]
-    return found
 
 
 def scan() -> tuple[list[Problem], dict[str, str]]:
     """The tenant's problems: the global ones and its own live versions."""
-    return services().library.scan(g.tenant_id, global_scan())
+    library = services().library
+    return library.scan(g.tenant_id, library.global_scan())
 
 
 @bp.get("/v1/problems")

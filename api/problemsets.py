@@ -10,10 +10,10 @@ from typing import Any
 
 from flask import Blueprint, g, request, url_for
 
-from api.app import services
 from api.auth import require
 from api.errors import ApiError
 from api.spec import operation, parse_json, parse_query
+from app.services import services
 from service import problemsets
 from service.models import Package, PackageVersion, ProblemSet, Role
 from service.wire import (

@@ -2,6 +2,16 @@
 with :func:`operation` (summary, body and query models, responses as wire models), and
 :func:`openapi` walks the app's URL map. Requests are parsed with the same models, so the
 document and the validation cannot drift apart.
+
+Hand-built (this module, on pydantic's ``models_json_schema``) rather than taken from
+flask-smorest, APIFlask, flask-openapi3 or SpecTree: the wire types are pydantic models
+declared once (:mod:`service.wire`) and shared with the pages and the CLI, so a library
+built on marshmallow schemas (flask-smorest; APIFlask's default) would declare them a
+second time; the pydantic ones replace Flask's app or blueprint classes
+(flask-openapi3's ``OpenAPI``/``APIBlueprint``) or wrap each view in their own
+validation, and answer a bad request in their own error shape, where every 4xx here is
+problem+json (RFC 9457) with a bounded, depth-checked body (:func:`parse_json`). What
+the document needs from a view is four facts, which :func:`operation` records.
 """
 
 from __future__ import annotations

@@ -19,10 +19,10 @@ from flask import Blueprint, Response, g, request, url_for
 from sqlalchemy import ColumnElement, and_, or_, select
 from sqlalchemy.orm import defer
 
-from api.app import services
 from api.auth import require
 from api.errors import ApiError
 from api.spec import operation, parse_json, parse_query
+from app.services import services
 from judge.errors import ProblemNotFound
 from service.longpoll import wait_until
 from service.models import Role, Status, Submission

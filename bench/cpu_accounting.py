@@ -39,9 +39,9 @@ import docker
 from judge.catalog import Catalog
 from judge.grading import grade
 from judge.sandbox import cgroups, get_sandbox
-from judge.sandbox.docker import container_cgroup
+from judge.sandbox.engine import container_cgroup
 from judge.sandbox.process import Session
-from judge.sandbox.zygote import ChildChannel
+from judge.sandbox.zygote_child import ChildChannel
 from judge.settings import REPO_ROOT, Settings
 
 

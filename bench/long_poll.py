@@ -1,7 +1,7 @@
 """How many long-polls (`GET /v1/submissions/{id}?wait=120`) one API process holds while
 it still answers other requests promptly.
 
-Starts, in a temporary folder, Redis, PostgreSQL and gunicorn serving `api:create_app()`
+Starts, in a temporary folder, Redis, PostgreSQL and gunicorn serving `app:create_app()`
 with ONE worker process, as `make up` and compose run it (`--worker-class gevent`), and
 for comparison the worker class the API had before (`gthread`, 16 threads). No grading
 worker: for each number of waiters N, the bench stores N + 1 queued submissions, opens N
@@ -40,7 +40,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 from servers import Gunicorn, PostgresServer, RedisServer, service_env, wait_for  # noqa: E402
 from sqlalchemy import select, update  # noqa: E402
 
-from service import metrics  # noqa: E402
+from service import longpoll  # noqa: E402
 from service.db import Database, utcnow  # noqa: E402
 from service.keys import create_key  # noqa: E402
 from service.longpoll import WAITS_KEY  # noqa: E402
@@ -179,7 +179,7 @@ def run(stack: Stack, db: Database, key: str, key_id: int, tenant: int, worker_c
         notified = time.perf_counter()
         pipe = redis.pipeline(transaction=False)
         for sid in waiting:
-            pipe.publish(metrics.DONE_CHANNEL + sid, "done")
+            pipe.publish(longpoll.DONE_CHANNEL + sid, "done")
         pipe.execute()
         for f in futures:
             f.result(timeout=WAIT + 60)

@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT))
 
 from judge.catalog import Catalog  # noqa: E402
 from judge.grading import grade  # noqa: E402
-from judge.harness import codec  # noqa: E402
+from judge.harness import codec, inputs  # noqa: E402
 from judge.problem import Problem  # noqa: E402
 from judge.sandbox import get_sandbox  # noqa: E402
 from judge.settings import Settings  # noqa: E402
@@ -76,7 +76,7 @@ def in_process(problem: Problem, code: str, cold_caches: bool) -> float:
     for test in tests:
         args = []
         for arg in problem.spec.entry_point.args:
-            value = codec.decode_input(test.args[arg.name])
+            value = inputs.decode_input(test.args[arg.name])
             args.append(jnp.asarray(value) if arg.type == "array" else
                         float(value) if arg.type == "float" else np.asarray(value)
                         if arg.type == "numpy" else value)

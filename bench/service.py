@@ -2,7 +2,7 @@
 
 Starts, in a temporary folder, Redis, a SQLite database, one grading worker (`celery -A
 workers.app worker -Q interactive,batch`) with its warm pool and gunicorn serving
-`api:create_app()`, then times on `jax-sharding/partitionspec-layout` with its accepted
+`app:create_app()`, then times on `jax-sharding/partitionspec-layout` with its accepted
 `arithmetic.py`: `POST /v1/submissions?wait=60` to verdict, one at a time, with the pool
 refilled between submissions (untimed) and back to back; one `POST /v1/batches` of 200
 copies until it is done; and the baseline, `judge.grading.grade` in this process with a

@@ -95,10 +95,11 @@ def export_all(problem: Any, code: str) -> tuple[list[dict[str, Any]], int]:
     import jax
     import numpy as np
 
-    from judge import probes
+    from judge import probe_requests
     from judge.harness import program
-    from judge.harness.codec import decode_input
-    from judge.harness.runner import FILENAME, _abstract, _convert
+    from judge.harness.inputs import convert, decode_input
+    from judge.harness.probe import is_abstract
+    from judge.harness.submission import FILENAME
     from judge.testdata import load_tests
 
     module = types.ModuleType("submission")
@@ -111,12 +112,12 @@ def export_all(problem: Any, code: str) -> tuple[list[dict[str, Any]], int]:
     exported: dict[str, dict[str, Any]] = {}
     for test in load_tests(problem):
         for probe in problem.probes_for(test.name):
-            export, export_args, request, values, value_kinds = probes.requests(
+            export, export_args, request, values, value_kinds = probe_requests.requests(
                 probe, arg_names, kinds, test.args)
             key = json.dumps([export.model_dump(), export_args], sort_keys=True)
             try:
                 if key not in exported:
-                    args = [a if _abstract(a) else _convert(decode_input(a), k, jax.numpy, np)
+                    args = [a if is_abstract(a) else convert(decode_input(a), k, jax.numpy, np)
                             for a, k in zip(export_args, kinds, strict=True)]
                     exported[key] = program.export(entry, export.model_dump(), args, 1 << 22)
             except Exception:
@@ -139,8 +140,8 @@ def worker(job_path: Path, cache: str | None, out_path: Path) -> None:
     import numpy as np
 
     from judge.harness import program
-    from judge.harness.codec import decode_input, encode
-    from judge.harness.runner import _convert
+    from judge.harness.codec import encode
+    from judge.harness.inputs import arguments
 
     # JAX logs each persistent-cache hit and miss with the module's name: the programs
     # are jit_call (jax.jit(exported.call)); the rest are JAX's own small helpers
@@ -166,8 +167,7 @@ def worker(job_path: Path, cache: str | None, out_path: Path) -> None:
     results = []
     elapsed = 0.0
     for job in jobs:
-        inputs = [_convert(decode_input(a), k, jnp, np)
-                  for a, k in zip(job["args"], job["kinds"], strict=True)]
+        inputs = arguments(job, jnp, np)
         start = time.perf_counter()
         try:
             value, facts = program.run(job["request"], inputs, encode, 1 << 22, 1 << 22)

@@ -3,7 +3,7 @@
 :class:`Stack` starts, in a folder of its own: Redis, a SQLite database with an
 instructor key, one or more grading workers (``celery -A workers.app worker -Q
 interactive,batch``, each with its own ``-n`` name, sharing Redis and the database as
-workers on separate hosts would) and gunicorn serving ``api:create_app()``. It submits
+workers on separate hosts would) and gunicorn serving ``app:create_app()``. It submits
 through the HTTP API only. :func:`remove_leftovers` removes the sandbox containers that
 the stack's grading processes made and left.
 """
@@ -25,7 +25,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from servers import Gunicorn, RedisServer, Worker, service_env, wait_for  # noqa: E402
 
-from judge.sandbox.docker import OWNER_LABEL, SANDBOX_LABEL  # noqa: E402
+from judge.sandbox.engine import OWNER_LABEL, SANDBOX_LABEL  # noqa: E402
 from service import metrics  # noqa: E402
 from service.db import Database  # noqa: E402
 from service.keys import create_key  # noqa: E402

@@ -47,13 +47,16 @@ RUN if [ -s /tmp/pip/pip-ca.pem ]; then export PIP_CERT=/tmp/pip/pip-ca.pem; fi 
 COPY README.md /tmp/project/README.md
 COPY judge/ /tmp/project/judge/
 COPY service/ /tmp/project/service/
+COPY app/ /tmp/project/app/
 COPY api/ /tmp/project/api/
+COPY web/ /tmp/project/web/
+COPY lti/ /tmp/project/lti/
 COPY workers/ /tmp/project/workers/
 RUN if [ -s /tmp/pip/pip-ca.pem ]; then export PIP_CERT=/tmp/pip/pip-ca.pem; fi \
  && /opt/jaxjudge/bin/pip install --no-deps /tmp/project \
  && { /opt/jaxjudge/bin/pip uninstall --yes pip setuptools wheel >/dev/null 2>&1 || true; }
 RUN /opt/jaxjudge/bin/python -m compileall -q /opt/jaxjudge/lib \
- && /opt/jaxjudge/bin/python -I -c 'import api, workers, service, judge.sandbox.docker, gunicorn, celery, psycopg' \
+ && /opt/jaxjudge/bin/python -I -c 'import app, api, web, lti.views, workers, service, judge.sandbox.docker, gunicorn, celery, psycopg' \
  && /opt/jaxjudge/bin/jaxjudge --help >/dev/null
 
 # -- final stage: the venv, the problems, the entrypoint; nothing of the build ---------
@@ -83,4 +86,4 @@ USER 10100:10100
 EXPOSE 8000
 ENTRYPOINT ["jaxjudge-entrypoint"]
 CMD ["gunicorn", "--bind", "0.0.0.0:8000", "--worker-class", "gthread", "--workers", "2", \
-     "--threads", "16", "--timeout", "120", "api:create_app()"]
+     "--threads", "16", "--timeout", "120", "app:create_app()"]

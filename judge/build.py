@@ -12,9 +12,11 @@ from typing import Any
 
 from judge.errors import BuildFailed, ProblemError
 from judge.generate import generate
-from judge.grading import ProbeRun, run_with_probes
+from judge.grading import run_with_probes
 from judge.harness import HARNESS_VERSION
-from judge.probes import StoredProbe, check_facts, mesh_of, program_result
+from judge.judging import ProbeRun
+from judge.probe_checks import check_facts, program_result
+from judge.probes import StoredProbe, mesh_of
 from judge.problem import Problem
 from judge.sandbox.base import Sandbox
 from judge.settings import Settings

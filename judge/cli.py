@@ -28,7 +28,7 @@ from judge.settings import Settings, settings_error
 from judge.verdict import Verdict
 
 if TYPE_CHECKING:
-    from judge.notebook import Source
+    from judge.intake import Source
 
 VERDICT_STYLE = {Verdict.ACCEPTED: "green", Verdict.WRONG_ANSWER: "red"}
 

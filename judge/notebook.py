@@ -33,7 +33,8 @@ plots make notebooks much larger than their code), JSON nested at most
 :data:`judge.nesting.MAX_DEPTH` (200) levels (read by :func:`judge.nesting.load_json`,
 which never recurses on the C stack; nbformat's schema check recurses in Python and
 failed at about 400 levels of metadata); the converted code is then checked as any
-submitted code is (``max_code_bytes``, UTF-8, not empty, no NUL bytes).
+submitted code is (:func:`judge.intake.decode_code`: ``max_code_bytes``, UTF-8, not
+empty, no NUL bytes).
 
 A file that is not UTF-8, not JSON, not a notebook (no ``nbformat`` version nbformat
 reads, or failing nbformat's schema, extra properties allowed) or holds no code raises
@@ -52,7 +53,7 @@ import nbformat
 from nbformat.validator import normalize
 
 from judge.errors import SubmissionRejected
-from judge.grading import decode_code
+from judge.intake import Source, decode_code
 from judge.nesting import TooDeep, load_json
 from judge.settings import Settings
 
@@ -67,14 +68,6 @@ PLACEHOLDERS = ("#", "pass  # jaxjudge:")  # comments, and what stands for a rem
 KINDS = {"magic": ("IPython magic", "IPython magics"),
          "shell": ("shell escape", "shell escapes"),
          "help": ("help request", "help requests")}
-
-
-@dataclass(frozen=True)
-class Source:
-    """Code to grade and what was done to it on the way (notes for the report)."""
-
-    code: str
-    notes: tuple[str, ...] = ()
 
 
 def is_notebook(filename: str) -> bool:

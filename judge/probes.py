@@ -14,11 +14,14 @@ applies to, grading has three steps, and only the first runs the submission's Py
    callbacks, foreign custom calls), compiled on the test's mesh with the inputs in the
    probe's layout, and its HLO text, memory analysis and device order are read *before* it
    runs on the test's real inputs.
-3. **Check**, here on the trusted side (:func:`check`): the program's outputs against the
-   reference's program's outputs with the problem's checker, the collectives parsed from the
-   HLO (:mod:`judge.hlo`) against the probe's bounds, memory per device against bounds that
-   may be relative to the reference's own program, and StableHLO operations required or
-   forbidden.
+3. **Check**, here on the trusted side (:mod:`judge.probe_checks`): the program's outputs
+   against the reference's program's outputs with the problem's checker, the collectives
+   parsed from the HLO (:mod:`judge.hlo`) against the probe's bounds, memory per device
+   against bounds that may be relative to the reference's own program, and StableHLO
+   operations required or forbidden.
+
+This module declares probes (what ``problem.yaml`` may say, what is stored per test);
+:mod:`judge.probe_requests` makes the requests of steps 1 and 2 for one test.
 
 A probe's failure makes its test ``wrong_answer``: the function returned the right value,
 but is not the program the problem asks for. A function that cannot be traced at all
@@ -33,19 +36,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, model_validator
 
-from judge import hlo
 from judge.checkers import Checker, get_checker
-from judge.checkers.base import CheckResult
-from judge.sandbox.protocol import (
-    ExportRequest,
-    MemoryStats,
-    MeshOnTest,
-    ProgramFacts,
-    ProgramRequest,
-    SpecTree,
-    Transform,
-)
-from judge.values import ArrayValue, StrValue, TreeValue, Value
+from judge.sandbox.protocol import MemoryStats, SpecTree, Transform
+from judge.values import Value
 
 Slug = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]*$", max_length=80)]
 Name = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=100)]
@@ -245,37 +238,6 @@ class StoredProbe(_Model):
     flops: int | None = None
 
 
-# -- the trusted side's checks ----------------------------------------------------------
-
-# A hidden test's reasons: fixed sentences naming only the judge's own words.
-REASONS = {
-    "untraceable": "the function could not be compiled as one program",
-    "refused": "the compiled program calls something outside what the judge runs",
-    "values": "the compiled program's results are not the expected ones",
-    "too_many": "the compiled program has more {op} operations than allowed",
-    "too_few": "the compiled program has fewer {op} operations than required",
-    "memory": "the compiled program needs more {metric} memory per device than allowed",
-    "flops": "the compiled program computes more per device than allowed",
-    "present": "the compiled program lacks a required operation",
-    "absent": "the compiled program uses an operation the problem rules out",
-    "failed": "the compiled program failed on the test's inputs",
-}
-
-
-def program_value(paths: list[str], leaves: list[Any]) -> TreeValue:
-    """The flat outputs of an exported program, back in the tree the function returned
-    (key paths as :func:`jax.tree_util.keystr` writes them; the checkers' structure walk
-    matches a tree, a dict or a list that hold the same leaves at the same paths)."""
-    return TreeValue(t="tree", type="program", items=list(zip(paths, leaves, strict=True)))
-
-
-def program_result(spec: ProbeSpec, paths: list[str], leaves: list[Any]) -> TreeValue:
-    """What a probe compares of a program's outputs: the tree, or for ``eval_shape`` only
-    its dtypes and shapes. The same for the reference (at build) and a submission."""
-    value = program_value(paths, leaves)
-    return shapes_only(value) if spec.transform == "eval_shape" else value
-
-
 def mesh_of(spec: ProbeSpec, args: dict[str, Any]) -> tuple[list[str], list[int]] | None:
     """The probe's mesh on one test: axis names and sizes."""
     if spec.mesh is None:
@@ -288,222 +250,3 @@ def mesh_of(spec: ProbeSpec, args: dict[str, Any]) -> tuple[list[str], list[int]
         raise ValueError(f"probe {spec.name!r}: argument {spec.mesh.shape_arg!r} is not a "
                          f"list of at most {len(spec.mesh.axes)} sizes")
     return list(spec.mesh.axes), sizes + [1] * (len(spec.mesh.axes) - len(sizes))
-
-
-def _fail(key: str, detail: str, **fill: str) -> CheckResult:
-    return CheckResult(False, REASONS[key].format(**fill), detail)
-
-
-def check_facts(spec: ProbeSpec, facts: ProgramFacts, mesh: tuple[list[str], list[int]] | None,
-                reference: StoredProbe | None) -> CheckResult:
-    """The program's collectives, memory and operations against the probe's bounds."""
-    for op in spec.ops.present:
-        if facts.ops.get(op, 0) == 0:
-            return _fail("present", f"the compiled program has no {op} operation")
-    for op in spec.ops.absent:
-        if facts.ops.get(op, 0):
-            return _fail("absent", f"the compiled program uses {op} "
-                         f"({facts.ops[op]} time{'s' if facts.ops[op] > 1 else ''}), which "
-                         "this problem rules out")
-    if spec.collectives and mesh is not None:
-        axes, shape = mesh
-        try:
-            found = hlo.collectives(facts.hlo, mesh_axes=axes, mesh_shape=shape,
-                                    assignment=facts.assignment,
-                                    mesh_devices=facts.mesh_devices)
-        except hlo.HloError as exc:
-            return _fail("refused", f"the judge cannot read the compiled program: {exc}")
-        for rule in spec.collectives:
-            result = _count(rule, found, axes, shape)
-            if not result.passed:
-                return result
-    for metric, bound in spec.memory.items():
-        words = _METRIC_WORDS[metric]
-        if facts.memory is None:
-            return _fail("memory", "the compiled program has no memory analysis", metric=words)
-        used = facts.memory.metric(metric)
-        limit = bound.limit(reference.memory.metric(metric) if reference is not None
-                            and reference.memory is not None else None)
-        if limit is None:
-            return _fail("memory", "the reference's memory is not stored: rebuild the problem",
-                         metric=words)
-        if used > limit[0]:
-            return _fail("memory", f"your compiled program needs {used} bytes of {words} "
-                         f"memory per device, at most {limit[1]} expected", metric=words)
-    if spec.flops is not None:
-        limit = spec.flops.limit(reference.flops if reference is not None else None)
-        if facts.flops is None or limit is None:
-            return _fail("flops", "the compiled program's cost analysis, or the reference's, "
-                         "is missing: rebuild the problem")
-        if facts.flops > limit[0]:
-            return _fail("flops", f"your compiled program computes {facts.flops} "
-                         f"floating-point operations per device, at most {limit[1]} expected "
-                         "(does every device compute all of it?)")
-    return CheckResult.ok()
-
-
-_METRIC_WORDS = {"arguments": "argument", "outputs": "output", "temporaries": "temporary",
-                 "total": "total", "fresh_outputs": "new output (not written over donated "
-                 "inputs)"}
-
-
-def _plural(n: int, op: str) -> str:
-    return f"{n} {op}{'' if n == 1 else 's'}"
-
-
-def _count(rule: CollectiveRule, found: list[hlo.Collective], axes: list[str],
-           shape: list[int]) -> CheckResult:
-    size = dict(zip(axes, shape, strict=True))
-    wanted = None if rule.axes is None else tuple(a for a in rule.axes if size.get(a, 1) > 1)
-    of_kind = [c for c in found if c.kind == rule.op]
-    if wanted is None:
-        matching = of_kind
-    else:
-        # Fail closed: a collective whose groups follow no axes counts against at_most.
-        matching = [c for c in of_kind if c.axes is None or set(c.axes) == set(wanted)]
-    where = "" if rule.axes is None else f" over {', '.join(repr(a) for a in rule.axes)}"
-    listing = "; ".join(c.describe() for c in of_kind) or "none"
-    if rule.at_most is not None and len(matching) > rule.at_most:
-        return _fail("too_many", f"your compiled program has {_plural(len(matching), rule.op)}"
-                     f"{where}, at most {rule.at_most} expected (its {rule.op} operations: "
-                     f"{listing})", op=rule.op)
-    devices = math.prod(size[a] for a in wanted) if wanted is not None else math.prod(shape)
-    if rule.at_least is not None and devices > 1:
-        certain = [c for c in matching if c.axes is not None]
-        if len(certain) < rule.at_least:
-            return _fail("too_few", f"your compiled program has {_plural(len(certain), rule.op)}"
-                         f"{where}, at least {rule.at_least} expected (its {rule.op} "
-                         f"operations: {listing})", op=rule.op)
-    return CheckResult.ok()
-
-
-def describe_value(value: Value) -> str:
-    if isinstance(value, ArrayValue):
-        return f"{value.dtype}[{','.join(str(d) for d in value.shape)}]"
-    return value.t
-
-
-def shapes_only(value: TreeValue) -> TreeValue:
-    """An ``eval_shape`` probe compares dtypes and shapes only."""
-    return TreeValue(t="tree", type=value.type,
-                     items=[(p, StrValue(t="str", v=describe_value(v))) for p, v in value.items])
-
-
-
-
-# -- requests: what goes into the sandboxes ---------------------------------------------
-
-
-# Python scalars trace as weakly typed scalars, as jax.jit would make them.
-_SCALARS = {"float": "float32", "int": "int32", "bool": "bool"}
-
-
-def _aval(encoded: dict[str, Any], kind: str, probe: str, name: str) -> dict[str, Any]:
-    """An argument's abstract value (shape, dtype; weak for Python scalars) from its stored
-    encoding: what the trace is given instead of the value. A dict or list of arrays (a
-    parameter tree) keeps its structure, with an abstract value at every leaf."""
-    import numpy as np
-
-    from judge.harness.codec import decode_input
-
-    if kind in _SCALARS:
-        return {"t": "aval", "shape": [], "dtype": _SCALARS[kind], "weak": True}
-    tag = encoded.get("t")
-    if tag == "dict":
-        return {"t": "dict", "items": [[k, _aval(v, "any", probe, f"{name}[{k!r}]")]
-                                       for k, v in encoded["items"]]}
-    if tag in ("list", "tuple") and kind == "any":
-        return {"t": tag, "items": [_aval(v, "any", probe, f"{name}[{i}]")
-                                    for i, v in enumerate(encoded["items"])]}
-    if tag in ("float", "int"):  # a number inside a tree
-        return {"t": "aval", "shape": [], "dtype": _SCALARS[tag], "weak": True}
-    value = decode_input(encoded)
-    if kind in ("array", "numpy") or isinstance(value, np.ndarray):
-        arr = np.asarray(value)
-        if arr.dtype == object:
-            raise ValueError(f"probe {probe!r}: argument {name} is not an array")
-        return {"t": "aval", "shape": list(arr.shape), "dtype": arr.dtype.name}
-    raise ValueError(f"probe {probe!r}: argument {name} is not an array, a number or a "
-                     "dict of them; list it under static")
-
-
-def requests(spec: ProbeSpec, arg_names: list[str], kinds: list[str],
-             args: dict[str, Any]) -> tuple[ExportRequest, list[dict[str, Any]],
-                                            ProgramRequest, list[dict[str, Any]], list[str]]:
-    """For one probe on one test: the export request and its args (avals and static
-    values), and the program request (without its program) with the traced args' real
-    values and kinds. ValueError for a probe that does not fit the entry point (a problem
-    bug, found by ``jaxjudge build``)."""
-    unknown = [n for n in [*spec.static, *spec.in_specs, *spec.in_axes,
-                           *(a for a in spec.argnums if isinstance(a, str))]
-               if n not in arg_names]
-    if unknown:
-        raise ValueError(f"probe {spec.name!r}: the entry point has no argument {unknown[0]!r}")
-    traced = [n for n in arg_names if n not in spec.static]
-    mesh = mesh_of(spec, args)
-    on_test = MeshOnTest(axes=mesh[0], shape=mesh[1]) if mesh else None
-    export_args: list[dict[str, Any]] = []
-    specs: list[SpecTree | None] = []
-    traced_specs: list[SpecTree | None] = []
-    values: list[dict[str, Any]] = []
-    value_kinds: list[str] = []
-    for name, kind in zip(arg_names, kinds, strict=True):
-        if name in spec.static:
-            export_args.append(args[name])
-            specs.append(None)
-            continue
-        export_args.append(_aval(args[name], kind, spec.name, repr(name)))
-        entry = spec.in_specs.get(name)
-        specs.append(entry)
-        traced_specs.append(entry)
-        values.append(args[name])
-        value_kinds.append(kind)
-    argnums = []
-    for a in spec.argnums:
-        name = arg_names[a] if isinstance(a, int) and 0 <= a < len(arg_names) else str(a)
-        if name not in traced:
-            raise ValueError(f"probe {spec.name!r}: argnums names {a!r}, which is not a "
-                             "traced argument")
-        argnums.append(traced.index(str(name)))
-    export = ExportRequest(transform=spec.transform, argnums=argnums,
-                           in_axes=[spec.in_axes.get(n, 0) for n in traced]
-                           if spec.transform == "vmap" else [],
-                           mesh=on_test, specs=specs if mesh else None,
-                           static=[n in spec.static for n in arg_names],
-                           # A function told the mesh's shape builds its own mesh and lays
-                           # out its inputs itself (unless the probe hands them over on the
-                           # mesh); one on a fixed mesh is handed them laid out.
-                           traced_layout=spec.mesh is not None and (
-                               spec.mesh.shape is not None or spec.mesh.inputs_on_mesh))
-    program = ProgramRequest(program="", transform=spec.transform, mesh=on_test,
-                             specs=traced_specs if mesh else None)
-    return export, export_args, program, values, value_kinds
-
-
-def without_unit_axes(value: Any) -> Any:
-    """``value`` with every array's mesh stripped of its size-1 axes (and its spec of their
-    names). A compiled program's outputs sit on whichever mesh the function named, the
-    judge's ``(data=8, model=1)`` or the function's own ``(data=8,)``: the same layout."""
-    if isinstance(value, ArrayValue) and value.sharding is not None \
-            and value.sharding.mesh_axes is not None and value.sharding.mesh_shape is not None:
-        info = value.sharding
-        axes, shape = list(info.mesh_axes or []), list(info.mesh_shape or [])
-        unit = {a for a, n in zip(axes, shape, strict=False) if n == 1}
-        if not unit:
-            return value
-
-        def keep(entry: Any) -> Any:
-            if isinstance(entry, list):
-                kept = [e for e in entry if e not in unit]
-                return kept if len(kept) > 1 else (kept[0] if kept else None)
-            return None if entry in unit else entry
-
-        pairs = [(a, n) for a, n in zip(axes, shape, strict=False) if a not in unit]
-        sharding = info.model_copy(update={
-            "spec": None if info.spec is None else [keep(e) for e in info.spec],
-            "mesh_axes": [a for a, _ in pairs], "mesh_shape": [n for _, n in pairs]})
-        return value.model_copy(update={"sharding": sharding})
-    if isinstance(value, TreeValue):
-        return value.model_copy(update={"items": [(p, without_unit_axes(v))
-                                                  for p, v in value.items]})
-    return value

@@ -29,8 +29,8 @@ from lti.tokens import Platform, Tokens, authorized
 from service.courses import upsert_member
 from service.db import Database, changed, utcnow
 from service.models import Course, LtiPlatform, Member
+from service.outbound import Outcome, fetch
 from service.settings import ServiceSettings
-from service.webhooks import Outcome, fetch
 
 SCOPE = "https://purl.imsglobal.org/spec/lti-nrps/scope/contextmembership.readonly"
 MEDIA_TYPE = "application/vnd.ims.lti-nrps.v2.membershipcontainer+json"

@@ -32,7 +32,7 @@ from judge.nesting import TooDeep, load_json
 from lti import platforms
 from lti.launch import LaunchError
 from service.models import LtiPlatform
-from service.webhooks import fetch
+from service.outbound import fetch
 
 LOGIN = "/lti/login"
 LAUNCH = "/lti/launch"

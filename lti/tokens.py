@@ -15,7 +15,7 @@ per (platform, scopes) until 60 s before they expire: in Redis when the caller h
 (every worker process shares them), else in this process. A cached token that the
 platform answers 401 to is dropped and one fresh token is asked for, once.
 
-Every request goes through the SSRF-checked client of :mod:`service.webhooks`
+Every request goes through the SSRF-checked client of :mod:`service.outbound`
 (``webhook_allow`` lifts its policy for a platform on a private network).
 """
 
@@ -38,8 +38,8 @@ from redis.exceptions import RedisError
 from judge.nesting import load_json
 from lti.keys import ALGORITHM, signing_key
 from service.db import Database
+from service.outbound import Outcome, fetch
 from service.settings import ServiceSettings
-from service.webhooks import Outcome, fetch
 
 log = logging.getLogger(__name__)
 ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"

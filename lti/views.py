@@ -2,8 +2,13 @@
 JWKS, Dynamic Registration, the Canvas developer-key JSON, and the problem picker of Deep
 Linking.
 
+A sibling of the REST API (:mod:`api`) and the pages (:mod:`web`), imported by neither
+and importing neither: :func:`include` is what the application factory calls. It also
+offers the gradebook the course's roster from the LMS (:attr:`Services.rosters`,
+NRPS), which the pages read without knowing where it comes from.
+
 A launch ends in a page session carried in the URL (``/app/<sid>/...``,
-:mod:`web.session`), so nothing after it needs a cookie: it works inside the LMS's
+:mod:`app.sessions`), so nothing after it needs a cookie: it works inside the LMS's
 iframe when the browser blocks third-party cookies. The only cookie is the login's state
 cookie, checked when the browser sends it back (see :mod:`lti.launch`).
 
@@ -19,24 +24,27 @@ from typing import Any
 
 from flask import (
     Blueprint,
+    Flask,
     Response,
+    current_app,
     g,
     jsonify,
     redirect,
     render_template,
     request,
 )
-from flask.sansio.blueprints import BlueprintSetupState
 from sqlalchemy.orm import Session
 from werkzeug.wrappers import Response as BaseResponse
 
-from api.app import services
+from app.pages import nonce, secure_headers
+from app.services import Services, services
+from app.sessions import Principal, Sessions
 from judge.errors import UsageError
-from lti import deeplink, keys, registration
+from lti import deeplink, keys, nrps, registration
+from lti.keysets import KeySets
 from lti.launch import (
     DEEP_LINKING_REQUEST,
     STATE_COOKIE,
-    KeySets,
     Launch,
     LaunchError,
     begin_login,
@@ -46,26 +54,25 @@ from lti.launch import (
 )
 from service.library import ProblemUnavailable
 from service.models import LtiPlatform
-from web.session import Principal, Sessions
 
-bp = Blueprint("lti", __name__, template_folder="../web/templates")
+bp = Blueprint("lti", __name__, template_folder="templates")
 PICK = "lti_pick"  # the page session's record of what the picker is for
 
 
-@bp.record_once
-def _setup(state: BlueprintSetupState) -> None:
-    app = state.app
+def include(app: Flask, svc: Services) -> None:
+    """The endpoints, the platforms' key sets of this process, and the roster."""
     app.extensions.setdefault("jaxjudge.lti.keysets", KeySets())
+    app.register_blueprint(bp)
     # The platform posts the login and the launch from its own origin: no CSRF token can
     # be in them (state and nonce are their protection). The picker checks its own token.
     csrf = app.extensions.get("csrf")
     if csrf is not None:
         csrf.exempt(bp)
+    svc.rosters = lambda course_id: nrps.sync_course(svc.db, svc.settings, course_id,
+                                                     svc.redis)
 
 
 def keysets() -> KeySets:
-    from flask import current_app
-
     found: KeySets = current_app.extensions["jaxjudge.lti.keysets"]
     return found
 
@@ -83,26 +90,18 @@ def sessions() -> Sessions:
 # -- pages: CSP, errors
 
 
-@bp.before_request
-def _nonce() -> None:
-    g.csp_nonce = secrets.token_urlsafe(16)
-
-
 @bp.after_request
 def _headers(response: Response) -> Response:
     if response.mimetype == "text/html" and "Content-Security-Policy" not in response.headers:
-        nonce = g.get("csp_nonce", "")
+        once = nonce()
         form_action = " ".join(["'self'", *g.get("form_action", [])])
         ancestors = " ".join(services().settings.web_frame_ancestors) or "'none'"
         response.headers["Content-Security-Policy"] = (
-            f"default-src 'none'; style-src 'self' 'nonce-{nonce}'; "
-            f"script-src 'self' 'nonce-{nonce}'; img-src 'self' data:; connect-src 'self'; "
+            f"default-src 'none'; style-src 'self' 'nonce-{once}'; "
+            f"script-src 'self' 'nonce-{once}'; img-src 'self' data:; connect-src 'self'; "
             f"object-src 'none'; form-action {form_action}; base-uri 'none'; "
             f"frame-ancestors {ancestors}")
-    response.headers.setdefault("Referrer-Policy", "no-referrer")
-    response.headers.setdefault("X-Content-Type-Options", "nosniff")
-    response.headers.setdefault("Cache-Control", "no-store")
-    return response
+    return secure_headers(response, services().settings.web_frame_ancestors)
 
 
 def error_page(message: str, status: int) -> Response:

@@ -41,8 +41,8 @@ from sqlalchemy.orm import Session, aliased
 
 from service.db import MAX_BIND, Database, changed, utcnow
 from service.models import Delivery, DeliveryStatus, Status, Submission, Tenant
+from service.outbound import allow_key
 from service.queue import send_delivery
-from service.webhooks import allow_key
 from service.wire import WebhookEvent, WebhookState, submission_out
 
 log = logging.getLogger(__name__)

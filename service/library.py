@@ -15,9 +15,10 @@ from __future__ import annotations
 import difflib
 import os
 import shutil
+import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from sqlalchemy import select
@@ -29,6 +30,9 @@ from judge.testdata import check_hash
 from service.db import Database
 from service.models import BuildStatus, Package, PackageVersion
 from service.packages import unpack
+
+SCAN_SECONDS = 10.0  # how stale the list of good and broken global packages may be
+Scan = tuple[list[Problem], dict[str, str]]  # the good problems, and why each broken one is
 
 
 class ProblemUnavailable(ProblemError):
@@ -60,6 +64,7 @@ class Library:
     catalog: Catalog
     db: Database
     packages_dir: Path
+    _scanned: tuple[float, Scan] | None = field(default=None, init=False, repr=False)
 
     def global_sets(self) -> set[str]:
         """The names of the server's own sets (folders of the problems folder)."""
@@ -103,8 +108,16 @@ class Library:
         return _loaded(problem_id, pinned,
                        lambda: Problem.load(problem_id, path, version=pinned))
 
-    def scan(self, tenant_id: int, global_scan: tuple[list[Problem], dict[str, str]] | None
-             = None) -> tuple[list[Problem], dict[str, str]]:
+    def global_scan(self) -> Scan:
+        """:meth:`Catalog.scan` of the judge's own packages (which hashes every package's
+        test data, tens of ms for 20 problems), at most once per SCAN_SECONDS in this
+        process (two threads that find it stale at once both scan: harmless)."""
+        now, kept = time.monotonic(), self._scanned
+        if kept is None or now - kept[0] > SCAN_SECONDS:
+            kept = self._scanned = (now, self.catalog.scan())
+        return kept[1]
+
+    def scan(self, tenant_id: int, global_scan: Scan | None = None) -> Scan:
         """Like :meth:`Catalog.scan`, for the tenant: the global packages (``global_scan``
         when the caller keeps one) and the live version of each of the tenant's own."""
         good, broken = global_scan if global_scan is not None else self.catalog.scan()

@@ -11,10 +11,11 @@ never waits for a write; a write may wait for another), one more reason to deplo
 PostgreSQL. Under the Flask test client or a threaded server the same code runs with
 real threads.
 
+- :func:`announce_done`: a worker publishes a done notice (``jaxjudge:done:<id>``) once
+  it has stored a submission's report.
 - :class:`Notices`: in each process, one listener holds one Redis subscription to every
-  done notice (``jaxjudge:done:*``, published by a worker once a report is stored) and
-  wakes the requests waiting for that submission. A woken request re-reads the database,
-  the truth; it also re-reads every RECHECK_SECONDS, in case a notice was lost, and every
+  done notice (``jaxjudge:done:*``) and wakes the requests waiting for that submission.
+  A woken request re-reads the database, the truth; it also re-reads every RECHECK_SECONDS, in case a notice was lost, and every
   POLL_SECONDS while the subscription is down (Redis away: long-polls keep working).
 - :class:`WaitSlots`: an API key holds at most ``long_poll_max_per_key`` long-polls at
   once over all API processes (a sorted set per key in Redis, whose entries expire with
@@ -37,14 +38,18 @@ from typing import TypeVar
 from redis import Redis
 from redis.exceptions import RedisError
 
-from service.metrics import DONE_CHANNEL
-
 log = logging.getLogger(__name__)
+DONE_CHANNEL = "jaxjudge:done:"
 RECHECK_SECONDS = 10.0  # a waiter re-reads the database this often even without a notice
 POLL_SECONDS = 0.5  # ... and this often while the subscription is down
 IDLE_SECONDS = 30.0  # a listener without waiters for this long stops (the next wait restarts it)
 WAITS_KEY = "jaxjudge:waits:"
 R = TypeVar("R")
+
+
+def announce_done(redis: Redis, submission_id: str) -> None:
+    """Wake every long-poll waiting for ``submission_id`` (its report is stored)."""
+    redis.publish(DONE_CHANNEL + submission_id, "done")
 
 
 class Notices:

@@ -20,7 +20,6 @@ from redis import Redis
 
 WORKER_KEY = "jaxjudge:worker:"
 PHASE_KEY = "jaxjudge:phase:"
-DONE_CHANNEL = "jaxjudge:done:"
 RECEIVED_KEY = "jaxjudge:received"
 VERDICTS_KEY = "jaxjudge:verdicts"
 BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 900.0)
@@ -64,10 +63,6 @@ def histogram(redis: Redis, phase: str) -> tuple[list[tuple[str, float]], float]
     buckets = [(str(b), raw.get(f"le:{b}", 0.0)) for b in BUCKETS]
     buckets.append(("+Inf", raw.get("count", 0.0)))
     return buckets, raw.get("sum", 0.0)
-
-
-def announce_done(redis: Redis, submission_id: str) -> None:
-    redis.publish(DONE_CHANNEL + submission_id, "done")
 
 
 def count_received(redis: Redis, n: int = 1) -> None:

@@ -198,7 +198,7 @@ class Delivery(Base):
     when the allow-list that refused it changed): the same row, its id and body kept,
     with a new round of tries from ``first_try`` (the try number the round began at).
     ``refused_allow`` is the fingerprint of the allow-list a refusal happened under
-    (:func:`service.webhooks.allow_key`).
+    (:func:`service.outbound.allow_key`).
     """
 
     __tablename__ = "deliveries"

@@ -1,32 +1,25 @@
-"""Tenants' own problem sets: creating a set, storing an upload as a version, the state
-of its build, and choosing the live version. What the REST API, the pages and the CLI
-share; the build itself runs in a worker (:mod:`workers.building`).
+"""Tenants' own problem sets: their quotas, creating a set, storing an upload as a
+version (and dispatching its build), and choosing the live version. What the REST API,
+the pages and the CLI share; the build's lifecycle is :mod:`service.builds`, the build
+itself runs in a worker (:mod:`workers.building`).
 
-A version moves ``queued`` -> ``building`` -> ``ready`` or ``failed``. The build is
-claimed like a grading (``attempt`` fences every write of a claim; a claim whose
-heartbeat is stale is taken over); when the sandbox is unavailable it goes back to
-``queued`` with a ``retry_at`` for the sweeper. A version becomes live only when it is
-``ready``: by itself if it is the problem's first, or if it was uploaded with
-``publish``, or when the instructor publishes it.
+A version becomes live only when it is ``ready``: by itself if it is the problem's first,
+or if it was uploaded with ``publish``, or when the instructor publishes it.
 """
 
 from __future__ import annotations
 
-import logging
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass, fields
-from datetime import timedelta
-from typing import Any
 
 from celery import Celery
-from sqlalchemy import func, select, update
+from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, defer
 
 from service import rejudges
-from service.db import Database, changed, utcnow
-from service.liveness import worker_gone, worker_name
+from service.builds import dispatch_build, total_steps
+from service.db import Database, utcnow
 from service.models import (
     BuildStatus,
     Package,
@@ -37,16 +30,11 @@ from service.models import (
     Tenant,
 )
 from service.packages import PackageCaps, Upload, check_package, pack, read_package_zip
-from service.queue import BATCH, BUILD_TASK, publish
 from service.settings import ServiceSettings
 from service.submissions import new_id
 from service.submitting import Refused
 
-log = logging.getLogger(__name__)
 SET_NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,79}")
-# The checks of a build besides the examples: the reference's outputs recorded, the
-# stored data's hash, the inputs reproducible, the reference accepted.
-FIXED_STEPS = 4
 
 
 @dataclass(frozen=True)
@@ -249,28 +237,6 @@ def store_upload(db: Database, celery: Celery, settings: ServiceSettings, tenant
     return Stored(row, slug, new)
 
 
-def total_steps(upload: Upload) -> int:
-    return FIXED_STEPS + sum(1 for path in upload.files if path.startswith("submissions/"))
-
-
-def dispatch_build(db: Database, celery: Celery, version_id: str, *, timeout: float,
-                   resend_after: float) -> bool:
-    """Publish the build task of a version; False (left for the sweeper) when the broker
-    cannot be reached. A published build not started after ``resend_after`` s is
-    published again (a message lost with the broker's data)."""
-    try:
-        publish(celery, BUILD_TASK, [version_id], queue=BATCH, timeout=timeout)
-    except Exception as exc:  # kombu's OperationalError, redis' ConnectionError, OSError
-        log.warning("broker unavailable, the build of %s is left for the sweeper: %s",
-                    version_id, exc)
-        return False
-    with db.session() as s:
-        changed(s, update(PackageVersion).where(PackageVersion.id == version_id,
-                                                PackageVersion.status == BuildStatus.QUEUED)
-                .values(enqueued=True, retry_at=utcnow() + timedelta(seconds=resend_after)))
-    return True
-
-
 def publish_version(db: Database, tenant_id: int, problem_id: str, version: str) -> Package:
     """Make a ready version the live one (what students are graded on from now)."""
     with db.session() as s:
@@ -309,116 +275,3 @@ def rejudges_of(s: Session, tenant_id: int, problem_id: str, version: str,
     return list(s.scalars(select(Rejudge.id).where(
         Rejudge.tenant_id == tenant_id, Rejudge.problem == problem_id,
         Rejudge.version == version).order_by(Rejudge.created_at.desc()).limit(limit)))
-
-
-# Builds (the worker's side).
-
-
-@dataclass(frozen=True)
-class BuildClaim:
-    version_id: str
-    attempt: int
-    problem: str
-    version: str
-    files: bytes
-    failures: int
-    tenant_id: int
-
-
-def claim_build(db: Database, version_id: str, *, stale_after: float) -> BuildClaim | None:
-    """Take a build: None when it is over, or running and alive elsewhere."""
-    now = utcnow()
-    with db.session() as s:
-        row = s.get(PackageVersion, version_id)
-        if row is None or row.status in (BuildStatus.READY, BuildStatus.FAILED):
-            return None
-        if row.status == BuildStatus.BUILDING and row.heartbeat_at is not None and (
-                row.heartbeat_at > now - timedelta(seconds=stale_after)
-                and not worker_gone(row.worker)):
-            return None
-        package = s.get(Package, row.package_id)
-        assert package is not None
-        seen = row.attempt
-        taken = BuildClaim(version_id, seen + 1, package.problem, row.version, row.files,
-                           row.failures, row.tenant_id)
-        done = changed(s, update(PackageVersion).where(
-            PackageVersion.id == version_id, PackageVersion.attempt == seen,
-            PackageVersion.status == row.status).values(
-            status=BuildStatus.BUILDING, attempt=seen + 1, worker=worker_name(),
-            heartbeat_at=now, started_at=now, retry_at=None, steps=[], error=None))
-    return taken if done == 1 else None
-
-
-def _mine(version_id: str, attempt: int) -> Any:
-    return ((PackageVersion.id == version_id) & (PackageVersion.attempt == attempt)
-            & (PackageVersion.status == BuildStatus.BUILDING))
-
-
-def build_heartbeat(db: Database, version_id: str, attempt: int) -> None:
-    with db.session() as s:
-        changed(s, update(PackageVersion).where(_mine(version_id, attempt))
-                .values(heartbeat_at=utcnow()))
-
-
-def record_steps(db: Database, version_id: str, attempt: int,
-                 steps: Sequence[dict[str, Any]]) -> bool:
-    """The checks done so far (the whole list, so a write is never half of one)."""
-    with db.session() as s:
-        return changed(s, update(PackageVersion).where(_mine(version_id, attempt))
-                       .values(steps=list(steps), heartbeat_at=utcnow())) == 1
-
-
-def finish_build(db: Database, version_id: str, attempt: int, *, data: bytes | None,
-                 error: str | None, weaknesses: Sequence[str], seconds: float) -> bool:
-    """End the build: ``ready`` with its test data, or ``failed`` with why. A ready
-    version goes live if it is the problem's first or was uploaded with ``publish``."""
-    now = utcnow()
-    ok = error is None and data is not None
-    with db.session() as s:
-        done = changed(s, update(PackageVersion).where(_mine(version_id, attempt)).values(
-            status=BuildStatus.READY if ok else BuildStatus.FAILED, data=data if ok else None,
-            error=None if ok else (error or "the build did not finish")[:4000],
-            weaknesses=list(weaknesses), build_seconds=round(seconds, 3), finished_at=now,
-            heartbeat_at=None, enqueued=False))
-        if done != 1:
-            return False
-        row = s.get(PackageVersion, version_id)
-        assert row is not None
-        package = s.get(Package, row.package_id)
-        assert package is not None
-        if ok and (package.live_version is None or row.publish):
-            package.live_version = row.version
-            package.updated_at = now
-    return True
-
-
-def postpone_build(db: Database, version_id: str, attempt: int, *, delay: float,
-                   error: str) -> bool:
-    """The sandbox was unavailable: back to ``queued``, due again after ``delay``."""
-    with db.session() as s:
-        return changed(s, update(PackageVersion).where(_mine(version_id, attempt)).values(
-            status=BuildStatus.QUEUED, failures=PackageVersion.failures + 1, enqueued=False,
-            retry_at=utcnow() + timedelta(seconds=delay), heartbeat_at=None,
-            error=error[:4000])) == 1
-
-
-def builds_to_send(db: Database, *, stale_after: float) -> list[str]:
-    """Versions the sweeper publishes: a build whose worker was lost (a stale heartbeat)
-    goes back to ``queued`` first; then every queued one that is not in the broker and
-    due, or was published and not started by its ``retry_at``."""
-    now = utcnow()
-    stale = now - timedelta(seconds=stale_after)
-    with db.session() as s:
-        lost = s.execute(select(PackageVersion.id, PackageVersion.attempt).where(
-            PackageVersion.status == BuildStatus.BUILDING,
-            PackageVersion.heartbeat_at.is_(None) | (PackageVersion.heartbeat_at < stale))
-            .limit(500)).all()
-        for version_id, attempt in lost:
-            changed(s, update(PackageVersion).where(_mine(version_id, attempt)).values(
-                status=BuildStatus.QUEUED, enqueued=False, retry_at=None, heartbeat_at=None))
-    with db.session() as s:
-        return list(s.scalars(select(PackageVersion.id).where(
-            PackageVersion.status == BuildStatus.QUEUED,
-            PackageVersion.retry_at.is_(None) | (PackageVersion.retry_at <= now),
-            PackageVersion.enqueued.is_(False) | PackageVersion.retry_at.is_not(None))
-            .order_by(PackageVersion.uploaded_at).limit(500)))

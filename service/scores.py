@@ -3,7 +3,8 @@ submission to an assignment sends to the assignment's line item, and where each 
 
 A score is a delivery of kind ``lti-score`` in the outbox (:mod:`service.deliveries`),
 opened by :func:`service.submissions.store` with the report, to the line item's scores
-URL (:func:`scores_url`). Its body is fixed once, at its first try (:func:`fix`), and
+URL (:func:`scores_url`); the path it takes from there, step by step, is told in
+:mod:`workers.deliveries`. Its body is fixed once, at its first try (:func:`fix`), and
 stored in ``Delivery.payload``, so every retry is the same request:
 
 - the score of the assignment's policy over the student's graded submissions to it
@@ -55,7 +56,6 @@ from service.models import (
 )
 
 SCORE_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/score"
-SCORE_TYPE = "application/vnd.ims.lis.v1.score+json"
 CLOCK_STEP = timedelta(milliseconds=1)  # timestamps are sent to the millisecond
 
 

@@ -3,9 +3,11 @@
 unavailable (then not before ``retry_at``).
 
 Every transition is one conditional UPDATE, so that any number of API processes, workers
-and sweepers can race without a lock. ``attempt`` is the fencing token: a worker claims a
-submission by raising it, and only the holder of the current attempt may store a report,
-so a report is stored once however many times a task is delivered. Storing a report
+and sweepers can race without a lock. A grading holds its submission under a lease
+(:mod:`service.leases`, the same as a build's): ``attempt`` is the fencing token, a
+worker claims a submission by raising it, and only the holder of the current attempt may
+store a report, so a report is stored once however many times a task is delivered. Each
+grading is recorded (:class:`service.models.Grading`) with how it ended. Storing a report
 opens its deliveries in the same transaction (the outbox, ``service.deliveries``): the
 webhook to its callback, and the grade to the LMS line item of its assignment (an LTI
 score, :mod:`service.scores`), so no stored verdict is left without them.
@@ -18,21 +20,24 @@ import logging
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, cast
 
 from celery import Celery
-from sqlalchemy import ColumnElement, Table, and_, bindparam, select, update
+from sqlalchemy import Table, bindparam, select, update
 from sqlalchemy.orm import Session
 
 from judge.report import VerdictReport
 from service import deliveries, scores
 from service.db import Database, changed, chunked, utcnow
-from service.liveness import worker_gone, worker_name
+from service.leases import Lease
+from service.liveness import worker_name
 from service.models import Grading, Status, Submission
 from service.queue import GRADE_TASK, publish
 
 log = logging.getLogger(__name__)
+# The lease a grading holds a submission under (claim, fence, heartbeat, retry later).
+LEASE = Lease(Submission, waiting=Status.QUEUED, held=Status.RUNNING, over=(Status.DONE,))
 
 
 def new_id() -> str:
@@ -62,52 +67,24 @@ class Claim:
 
 
 def claim(db: Database, submission_id: str, *, stale_after: float) -> Claim | None:
-    """Take ``submission_id`` for grading: ``None`` when it is not ours to grade (done,
-    or running and alive elsewhere). The claim says how many gradings started and how
-    they ended; the caller gives up past the allowed numbers."""
+    """Take ``submission_id`` for grading (:meth:`service.leases.Lease.claimable`):
+    ``None`` when it is not ours to grade (done, or running and alive elsewhere). The
+    claim says how many gradings started and how they ended; the caller gives up past the
+    allowed numbers."""
     now = utcnow()
     with db.session() as s:
-        row = s.get(Submission, submission_id)
-        if row is None or row.status == Status.DONE:
+        row = LEASE.claimable(s, submission_id, stale_after=stale_after, now=now)
+        if row is None:
             return None
-        if row.status == Status.RUNNING:
-            fresh = row.heartbeat_at is not None and row.heartbeat_at > now - timedelta(
-                seconds=stale_after
-            )
-            if fresh and not worker_gone(row.worker):
-                return None
-        # Read before the UPDATE, which writes its values into ``row`` too.
-        seen_status, seen_attempt, tries = row.status, row.attempt, row.tries + 1
-        taken = Claim(submission_id, seen_attempt + 1, row.problem, row.code, tries,
+        tries = row.tries + 1
+        taken = Claim(submission_id, row.attempt + 1, row.problem, row.code, tries,
                       row.failures, tuple(row.source_notes or ()), row.tenant_id,
                       row.problem_version)
-        worker = worker_name()
-        done = changed(
-            s,
-            update(Submission)
-            .where(
-                Submission.id == submission_id,
-                Submission.status == seen_status,
-                Submission.attempt == seen_attempt,
-            )
-            .values(
-                status=Status.RUNNING,
-                attempt=seen_attempt + 1,
-                tries=tries,
-                worker=worker,
-                heartbeat_at=now,
-                started_at=now,
-                retry_at=None,
-            ),
-        )
-        if done != 1:
+        if not LEASE.take(s, row, now=now, tries=tries):
             return None
         _close_gradings(s, submission_id, "lost", now)
-        s.add(
-            Grading(
-                submission_id=submission_id, attempt=seen_attempt + 1, worker=worker, started_at=now
-            )
-        )
+        s.add(Grading(submission_id=submission_id, attempt=taken.attempt,
+                      worker=worker_name(), started_at=now))
         return taken
 
 
@@ -121,60 +98,31 @@ def _close_gradings(s: Session, submission_id: str, outcome: str, now: datetime,
         outcome=outcome, finished_at=now, error=error[:500] if error else None))
 
 
-def _holds(submission_id: str, attempt: int) -> ColumnElement[bool]:
-    """The submission is running under ``attempt``: only its holder may touch it."""
-    return and_(
-        Submission.id == submission_id,
-        Submission.attempt == attempt,
-        Submission.status == Status.RUNNING,
-    )
-
-
-def _back_to_queue(s: Session, submission_id: str, attempt: int, outcome: str,
-                   now: datetime, error: str | None = None, **values: Any) -> bool:
-    """Take ``attempt`` away from its holder and queue the submission for publishing
-    again; the attempt's grading is closed with ``outcome``."""
-    moved = changed(
-        s,
-        update(Submission)
-        .where(_holds(submission_id, attempt))
-        .values(status=Status.QUEUED, enqueued=False, worker=None, heartbeat_at=None,
-                **values),
-    )
-    if moved:
-        _close_gradings(s, submission_id, outcome, now, error=error)
-    return moved == 1
-
-
 def retry_later(db: Database, submission_id: str, attempt: int, *, delay: float,
                 error: str) -> bool:
-    """Give a claimed submission back because its sandbox was unavailable: the attempt's
-    grading ends ``failed`` with ``error``, and the sweeper publishes the submission again
-    once ``delay`` seconds have passed. The due time is in the database, so it survives
-    the loss of the broker. False when ``attempt`` was no longer the current one."""
+    """Give a claimed submission back because its sandbox was unavailable
+    (:meth:`service.leases.Lease.retry_later`): the attempt's grading ends ``failed`` with
+    ``error``, and the sweeper publishes the submission again once ``delay`` seconds have
+    passed. False when ``attempt`` was no longer the current one."""
     now = utcnow()
     with db.session() as s:
-        return _back_to_queue(s, submission_id, attempt, "failed", now, error=error,
-                              failures=Submission.failures + 1,
-                              retry_at=now + timedelta(seconds=delay))
+        moved = LEASE.retry_later(s, submission_id, attempt, delay=delay, now=now)
+        if moved:
+            _close_gradings(s, submission_id, "failed", now, error=error)
+        return moved
 
 
 def requeue_lost(s: Session, submission_id: str, attempt: int, now: datetime) -> bool:
     """The worker holding ``attempt`` is gone: back to the queue, its grading ``lost``."""
-    return _back_to_queue(s, submission_id, attempt, "lost", now)
+    moved = LEASE.release(s, submission_id, attempt)
+    if moved:
+        _close_gradings(s, submission_id, "lost", now)
+    return moved
 
 
 def heartbeat(db: Database, submission_id: str, attempt: int) -> bool:
     with db.session() as s:
-        return (
-            changed(
-                s,
-                update(Submission)
-                .where(_holds(submission_id, attempt))
-                .values(heartbeat_at=utcnow()),
-            )
-            == 1
-        )
+        return LEASE.beat(s, submission_id, attempt)
 
 
 @dataclass(frozen=True)
@@ -199,21 +147,11 @@ def store(db: Database, submission_id: str, attempt: int,
     rejudge, or the submission was given to another worker)."""
     now = utcnow()
     with db.session() as s:
-        stored = changed(
-            s,
-            update(Submission)
-            .where(_holds(submission_id, attempt))
-            .values(
-                status=Status.DONE,
-                verdict=report.verdict.value,
-                score=report.score,
-                max_score=report.max_score,
-                report=report.model_dump(mode="json"),
-                problem_version=report.problem_version,
-                finished_at=now,
-                heartbeat_at=None,
-            ),
-        ) == 1
+        stored = LEASE.finish(s, submission_id, attempt, Status.DONE, now=now,
+                              verdict=report.verdict.value, score=report.score,
+                              max_score=report.max_score,
+                              report=report.model_dump(mode="json"),
+                              problem_version=report.problem_version)
         _close_gradings(s, submission_id, "stored" if stored else "superseded", now,
                         attempt=attempt)
         if not stored:

@@ -24,18 +24,18 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, defer
 
 from judge.errors import SubmissionRejected
-from judge.grading import decode_code
-from judge.notebook import Source, read_notebook
+from judge.intake import Source, decode_code
+from judge.notebook import read_notebook
 from judge.settings import Settings
 from service.batchzip import read_batch_zip
 from service.db import Database
 from service.library import Library, ProblemUnavailable
 from service.metrics import count_received
 from service.models import Batch, Status, Submission
+from service.outbound import WebhookRefused, check_url
 from service.queue import BATCH, INTERACTIVE
 from service.settings import ServiceSettings
 from service.submissions import code_digest, dispatch, new_id
-from service.webhooks import WebhookRefused, check_url
 from service.wire import BatchCreate, BatchEntry, BatchMember, BatchOut
 
 log = logging.getLogger(__name__)

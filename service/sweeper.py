@@ -1,7 +1,8 @@
 """The sweeper: finds what faults left behind and puts it back on its way.
 
 - ``running`` submissions whose heartbeat is older than ``stale_after_seconds`` (or whose
-  worker process on this host is gone) go back to ``queued``: their grading was lost;
+  worker process on this host is gone) go back to ``queued``: their grading was lost
+  (:meth:`service.leases.Lease.requeue_lost`);
 - ``queued`` submissions never published (the broker was away when they arrived, or
   their sandbox was unavailable and their ``retry_at`` has come) are published;
 - ``queued`` submissions published more than ``requeue_after_seconds`` ago and never
@@ -12,7 +13,7 @@
   (the operator changed ``JAXJUDGE_WEBHOOK_ALLOW`` since) are sent again, once per
   change (:func:`service.deliveries.reopen_allowed`);
 - builds of uploaded packages never published, due again, or whose worker was lost are
-  published (:func:`service.problemsets.builds_to_send`).
+  published (:func:`service.builds.builds_to_send`, the same lease as a grading's).
 
 Every query pages through its rows (keyset pagination, ``page`` rows at a time), so a
 backlog of any size is found, and every statement binds at most ``MAX_BIND`` ids.
@@ -39,12 +40,10 @@ from redis import Redis
 from redis.exceptions import LockError, RedisError
 from sqlalchemy import and_, or_, select
 
-from service import deliveries, problemsets
+from service import builds, deliveries, submissions
 from service.db import Database, utcnow
-from service.liveness import worker_gone
 from service.models import Status, Submission
 from service.settings import ServiceSettings
-from service.submissions import dispatch, requeue_lost
 
 log = logging.getLogger(__name__)
 LOCK_KEY = "jaxjudge:sweeper"
@@ -59,26 +58,10 @@ class SweepPlan:
 
 
 def find_lost(db: Database, *, stale_after: float, page: int = PAGE) -> list[str]:
-    """Move every lost grading back to ``queued`` (one conditional UPDATE each, so two
-    sweepers never both take one); their ids."""
-    now = utcnow()
-    cutoff = now - timedelta(seconds=stale_after)
-    lost: list[str] = []
-    after = ""
-    while True:
-        with db.session() as s:
-            rows = s.execute(
-                select(Submission.id, Submission.attempt, Submission.worker,
-                       Submission.heartbeat_at)
-                .where(Submission.status == Status.RUNNING, Submission.id > after)
-                .order_by(Submission.id).limit(page)).all()
-            for sid, attempt, worker, beat in rows:
-                if (beat is None or beat < cutoff or worker_gone(worker)) and requeue_lost(
-                        s, sid, attempt, now):
-                    lost.append(sid)
-        if len(rows) < page:
-            return lost
-        after = rows[-1][0]
+    """Move every lost grading back to ``queued`` (:meth:`service.leases.Lease.requeue_lost`:
+    one conditional UPDATE each, so two sweepers never both take one); their ids."""
+    return submissions.LEASE.requeue_lost(db, stale_after=stale_after, page=page,
+                                          requeue=submissions.requeue_lost)
 
 
 def find_unpublished(db: Database, *, page: int = PAGE) -> list[tuple[str, str]]:
@@ -88,8 +71,7 @@ def find_unpublished(db: Database, *, page: int = PAGE) -> list[tuple[str, str]]
     last: tuple[object, str] | None = None
     while True:
         query = (select(Submission.received_at, Submission.id, Submission.queue)
-                 .where(Submission.status == Status.QUEUED, Submission.enqueued.is_(False),
-                        or_(Submission.retry_at.is_(None), Submission.retry_at <= now))
+                 .where(submissions.LEASE.due(now), Submission.enqueued.is_(False))
                  .order_by(Submission.received_at, Submission.id).limit(page))
         if last is not None:
             query = query.where(or_(Submission.received_at > last[0],
@@ -138,24 +120,24 @@ def sweep(db: Database, celery: Celery, settings: ServiceSettings) -> SweepPlan:
                        requeue_after=settings.requeue_after_seconds)
     todo = plan.unpublished + plan.stale
     if todo:
-        dispatch(db, celery, todo, timeout=settings.publish_timeout_seconds)
+        submissions.dispatch(db, celery, todo, timeout=settings.publish_timeout_seconds)
     resent = deliveries.resend_overdue(db, celery, timeout=settings.publish_timeout_seconds,
                                        grace=settings.stale_after_seconds,
                                        resend_after=settings.requeue_after_seconds)
     allowed = deliveries.reopen_allowed(db, celery, settings.webhook_allow,
                                         grace=settings.stale_after_seconds,
                                         timeout=settings.publish_timeout_seconds)
-    builds = problemsets.builds_to_send(db, stale_after=settings.stale_after_seconds)
-    for version_id in builds:
-        if not problemsets.dispatch_build(db, celery, version_id,
-                                          timeout=settings.publish_timeout_seconds,
-                                          resend_after=settings.requeue_after_seconds):
+    sent = builds.builds_to_send(db, stale_after=settings.stale_after_seconds)
+    for version_id in sent:
+        if not builds.dispatch_build(db, celery, version_id,
+                                     timeout=settings.publish_timeout_seconds,
+                                     resend_after=settings.requeue_after_seconds):
             break
-    if plan.lost or todo or resent or allowed or builds:
+    if plan.lost or todo or resent or allowed or sent:
         log.info("sweep: %d lost, %d unpublished, %d stale, %d delivery tries resent, "
                  "%d refused deliveries sent again under the allow-list, %d builds sent",
                  len(plan.lost), len(plan.unpublished), len(plan.stale), resent, allowed,
-                 len(builds))
+                 len(sent))
     return plan
 
 

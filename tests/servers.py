@@ -216,7 +216,7 @@ class Gunicorn:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "gunicorn", "--bind", self.base.removeprefix("http://"),
              "--worker-class", worker_class, "--workers", str(workers),
-             "--worker-connections", "1000", "--threads", str(threads), "api:create_app()"],
+             "--worker-connections", "1000", "--threads", str(threads), "app:create_app()"],
             env=env, cwd=REPO_ROOT, stdout=log.open("ab"), stderr=subprocess.STDOUT,
             start_new_session=True)
 

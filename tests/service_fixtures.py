@@ -80,7 +80,7 @@ def judge_settings() -> Settings:
 
 @pytest.fixture
 def app(service_settings: ServiceSettings, judge_settings: Settings) -> Iterator[Flask]:
-    from api import create_app
+    from app import create_app
 
     app = create_app(service_settings, judge_settings)
     app.testing = True

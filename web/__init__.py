@@ -1,11 +1,12 @@
 """The pages: a student page per assignment and the instructor pages, server-rendered,
-a blueprint beside the REST API over the same service layer (never calling the API over
-HTTP). Page sessions live in Redis and travel in the URL (:mod:`web.session`).
+a sibling of the REST API and the LTI endpoints over the same service layer (never
+calling the API over HTTP, never importing it). Page sessions live in Redis and travel
+in the URL (:mod:`app.sessions`, installed by the factory).
 
-:func:`register` installs them in the app: the page sessions as Flask's session, CSRF
-protection on every page form (Flask-WTF; the token lives in the page session), the
-security headers, and the blueprints ``web`` (sign-in, launch links, assets), ``student``
-and ``instructor``.
+:func:`include` is what the factory includes: CSRF protection on every page form
+(Flask-WTF; the token lives in the page session), the security headers, the pages'
+body and rate limits, and the blueprints ``web`` (sign-in, launch links, assets),
+``student`` and ``instructor``.
 """
 
 from __future__ import annotations
@@ -15,14 +16,13 @@ from typing import Any
 
 from flask import Flask, Response, g, request, url_for
 from flask_wtf.csrf import CSRFError, CSRFProtect
-from redis import Redis
 
-from service.secret import secret_key
-from service.settings import ServiceSettings
-from web.access import PageError, error_page, nonce, secure_headers
-from web.session import PageSessions, Sessions
+from app.limits import body_limit, exempt, limit_submitting, page_submission_body
+from app.pages import secure_headers
+from app.services import Services
+from web.access import PageError, error_page
 
-PAGE_BLUEPRINTS = ("web", "student", "instructor", "lti")
+PAGE_BLUEPRINTS = ("web", "student", "instructor")
 EDITOR = Path(__file__).parent / "static" / "dist" / "editor.js"  # `make install` builds it
 csrf = CSRFProtect()
 
@@ -33,11 +33,10 @@ def editor_js() -> str | None:
     return url_for("web.static", filename="dist/editor.js") if EDITOR.is_file() else None
 
 
-def register(app: Flask, settings: ServiceSettings, redis: Redis) -> None:
+def include(app: Flask, svc: Services) -> None:
     from web import entry, instructor, student
 
-    app.session_interface = PageSessions(Sessions(redis, settings.web_session_seconds))
-    app.secret_key = secret_key(settings)
+    settings = svc.settings
     # Only the page blueprints check tokens (the REST API authenticates with keys, and
     # an LMS's launch POST cannot carry one). The token lives as long as its session;
     # pages send no Referer (no-referrer), so Flask-WTF's HTTPS Referer check is off:
@@ -64,7 +63,7 @@ def register(app: Flask, settings: ServiceSettings, redis: Redis) -> None:
 
     @app.context_processor
     def _helpers() -> dict[str, Any]:
-        return {"csp_nonce": nonce, "editor_js": editor_js}
+        return {"editor_js": editor_js}
 
     @app.before_request
     def _check_csrf() -> None:
@@ -89,3 +88,9 @@ def register(app: Flask, settings: ServiceSettings, redis: Redis) -> None:
 
     app.register_error_handler(PageError, _page_error)
     app.register_error_handler(CSRFError, _csrf_error)
+    body_limit(app, "student.submit_code", page_submission_body(settings, svc.judge))
+    body_limit(app, "instructor.upload_batch", settings.max_request_bytes)
+    body_limit(app, "instructor.upload_package", settings.max_request_bytes)
+    limit_submitting(app, svc.limiter, settings, "student.submit_code",
+                     "instructor.upload_batch")
+    exempt(app, svc.limiter, "web.static", "web.highlight_css")

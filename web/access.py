@@ -17,7 +17,6 @@ course again".
 from __future__ import annotations
 
 import logging
-import secrets
 from typing import NoReturn
 
 from flask import Response, g, render_template, request, session
@@ -26,9 +25,9 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import Session
 from werkzeug.exceptions import HTTPException
 
+from app.sessions import PageSession, Principal
 from service.models import Assignment, Course, Submission
 from service.pages import find_assignment, find_course, find_submission
-from web.session import PageSession, Principal
 
 log = logging.getLogger(__name__)
 EXPIRED = ("Your session has expired", "Pages stay open for a while after you last used "
@@ -133,37 +132,3 @@ def http_error(exc: Exception) -> Response:
     log.exception("unhandled error on %s %s", request.method, request.path)
     return error_page(PageError(500, "Something went wrong", "The error was logged; try "
                                 "again in a moment."))
-
-
-def nonce() -> str:
-    """This response's nonce for the styles the editor adds (CodeMirror's)."""
-    if "csp_nonce" not in g:
-        g.csp_nonce = secrets.token_urlsafe(16)
-    found: str = g.csp_nonce
-    return found
-
-
-def content_security_policy(frame_ancestors: list[str]) -> str:
-    return "; ".join((
-        "default-src 'self'",
-        "script-src 'self'",
-        f"style-src 'self' 'nonce-{nonce()}'",
-        "img-src 'self' data:",
-        "connect-src 'self'",
-        "font-src 'self'",
-        "object-src 'none'",
-        "base-uri 'none'",
-        "form-action 'self'",
-        "frame-ancestors " + (" ".join(frame_ancestors) or "'none'"),
-    ))
-
-
-def secure_headers(response: Response, frame_ancestors: list[str]) -> Response:
-    """The headers of every page response (HTML, the live status's JSON, downloads).
-    A view that must post elsewhere (the LTI deep-linking return) sets its own CSP."""
-    response.headers.setdefault("Content-Security-Policy",
-                                content_security_policy(frame_ancestors))
-    response.headers["Referrer-Policy"] = "no-referrer"
-    response.headers["X-Content-Type-Options"] = "nosniff"
-    response.headers.setdefault("Cache-Control", "no-store")
-    return response

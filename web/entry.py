@@ -16,14 +16,14 @@ from __future__ import annotations
 from flask import Blueprint, Response, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 
-from api.app import services
+from app.services import services
+from app.sessions import Principal, Sessions
 from service.keys import authenticate
 from service.launch_links import LinkRefused, claim, open_link, read
 from service.models import ROLE_RANK, Role
 from service.secret import secret_key
 from web.access import PageError, http_error
 from web.markdown import stylesheet
-from web.session import Principal, Sessions
 
 bp = Blueprint("web", __name__, template_folder="templates", static_folder="static",
                static_url_path="/assets")

@@ -20,9 +20,11 @@ from flask.typing import ResponseReturnValue
 from pydantic import ValidationError
 from sqlalchemy import select
 
-from api.app import services
+from app.services import services
+from app.sessions import Principal
 from judge.errors import ProblemNotFound, SubmissionRejected, UsageError
-from judge.notebook import Source, source_from_upload
+from judge.intake import Source
+from judge.notebook import source_from_upload
 from service.library import ProblemUnavailable
 from service.longpoll import wait_until
 from service.models import Assignment, Status, Submission
@@ -39,7 +41,6 @@ from web.access import (
     student_assignment,
 )
 from web.markdown import code_html, render
-from web.session import Principal
 
 log = logging.getLogger(__name__)
 bp = Blueprint("student", __name__, template_folder="templates")

@@ -14,7 +14,7 @@ All pass: the version is ``ready`` (its test data stored with it) with the weakn
 :func:`judge.verify.weaknesses` finds, and goes live if it is the first or was uploaded
 with ``publish``. Any fails, or the build runs past the tenant's ``build_seconds``:
 ``failed``, with every failure and its reason. The sandbox unavailable: back to the
-queue after a backoff, as a grading would be.
+queue after a backoff, as a grading would be (:mod:`workers.retry`).
 """
 
 from __future__ import annotations
@@ -31,21 +31,20 @@ from judge.build import build
 from judge.errors import BuildFailed, JudgeError, ProblemError, SandboxError
 from judge.problem import Problem
 from judge.verify import Check, check_examples, explain, regrade_reference, verify, weaknesses
-from service.backoff import backoff
-from service.packages import files_under, pack, unpack
-from service.problemsets import (
+from service.builds import (
     BuildClaim,
     build_heartbeat,
     claim_build,
     finish_build,
     postpone_build,
-    quotas_of,
     record_steps,
 )
+from service.packages import files_under, pack, unpack
+from service.problemsets import quotas_of
 from workers.context import Context
+from workers.retry import postpone_or_give_up
 
 log = logging.getLogger(__name__)
-RETRY_CAP_SECONDS = 600.0
 
 
 class _Over(Exception):
@@ -69,17 +68,14 @@ def run(ctx: Context, version_id: str) -> str:
             unpack(taken.files, root)
             data, error, weak = _build(ctx, taken, root, steps, started + budget)
     except SandboxError as exc:
-        failures = taken.failures + 1
         reason = str(exc) or type(exc).__name__
-        if failures < ctx.settings.sandbox_attempts:
-            delay = backoff(failures, ctx.settings.sandbox_retry_seconds, RETRY_CAP_SECONDS)
-            log.warning("build %s: the sandbox is unavailable (%d of %d), again in %.0f s: "
-                        "%s", version_id, failures, ctx.settings.sandbox_attempts, delay, reason)
-            postpone_build(ctx.db, version_id, taken.attempt, delay=delay,
-                           error=f"waiting for the sandbox: {reason}")
+        why = postpone_or_give_up(
+            ctx.settings, f"build {version_id}", taken.failures, reason,
+            lambda delay: postpone_build(ctx.db, version_id, taken.attempt, delay=delay,
+                                         error=f"waiting for the sandbox: {reason}"))
+        if why is None:
             return "postponed"
-        data, error, weak = None, (f"the sandbox was unavailable {failures} times; the last "
-                                   f"time: {reason}"), []
+        data, error, weak = None, why, []
     except SoftTimeLimitExceeded:
         data, error, weak = None, "the build ran past the judge's longest build time", []
     except _Over:

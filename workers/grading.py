@@ -7,7 +7,8 @@ grading past the soft time limit, a submission whose gradings were lost ``max_at
 times. Faults of the infrastructure are not verdicts: when the sandbox is unavailable
 (:class:`judge.errors.SandboxError`: the engine down or restarting, the image missing, a
 container not created) the submission goes back to the queue, due again after a
-backoff, and only after ``sandbox_attempts`` such gradings does it end ``internal_error``.
+backoff, and only after ``sandbox_attempts`` such gradings does it end ``internal_error``
+(:mod:`workers.retry`, the same policy as a build's).
 A requeue stores no report, so it sends no webhook.
 """
 
@@ -24,15 +25,14 @@ from judge.errors import JudgeError, ProblemError, ProblemNotFound, SandboxError
 from judge.grading import grade, internal_error
 from judge.problem import Problem
 from judge.report import VerdictReport
-from service import metrics
-from service.backoff import backoff
+from service import longpoll, metrics
 from service.models import Submission
 from service.queue import send_delivery
 from service.submissions import Claim, Stored, claim, heartbeat, retry_later, store
 from workers.context import Context
+from workers.retry import postpone_or_give_up
 
 log = logging.getLogger(__name__)
-RETRY_CAP_SECONDS = 600.0
 
 
 @dataclass(frozen=True)
@@ -50,18 +50,14 @@ def run(ctx: Context, celery: Celery, submission_id: str) -> str:
         return "skipped"
     result = _report(ctx, taken)
     if isinstance(result, Unavailable):
-        failures = taken.failures + 1
-        if failures < ctx.settings.sandbox_attempts:
-            delay = backoff(failures, ctx.settings.sandbox_retry_seconds, RETRY_CAP_SECONDS)
-            log.warning("grading %s: the sandbox is unavailable (%d of %d), again in %.0f s: "
-                        "%s", submission_id, failures, ctx.settings.sandbox_attempts, delay,
-                        result.reason)
-            retry_later(ctx.db, submission_id, taken.attempt, delay=delay, error=result.reason)
+        reason = result.reason
+        why = postpone_or_give_up(
+            ctx.settings, f"grading {submission_id}", taken.failures, reason,
+            lambda delay: retry_later(ctx.db, submission_id, taken.attempt, delay=delay,
+                                      error=reason))
+        if why is None:
             return "postponed"
-        log.error("grading %s: the sandbox was unavailable %d times, giving up: %s",
-                  submission_id, failures, result.reason)
-        result = internal_error(result.problem, f"the sandbox was unavailable {failures} "
-                                f"times; the last time: {result.reason}", ctx.judge)
+        result = internal_error(result.problem, why, ctx.judge)
     if taken.source_notes:  # the report says what was removed from the notebook
         result = result.model_copy(update={"source_notes": list(taken.source_notes)})
     stored = store(ctx.db, submission_id, taken.attempt, result)
@@ -126,7 +122,7 @@ def _after_store(ctx: Context, celery: Celery, submission_id: str, report: Verdi
     try:
         metrics.count_verdict(ctx.redis, report.verdict.value)
         metrics.observe(ctx.redis, phases)
-        metrics.announce_done(ctx.redis, submission_id)
+        longpoll.announce_done(ctx.redis, submission_id)
     except RedisError as exc:
         log.warning("metrics for %s not recorded: %s", submission_id, exc)
     for delivery in stored.opened:

@@ -18,8 +18,16 @@ started (``judge.sandbox.protocol`` declares both):
    and leaves.
 
 The trusted side validates every line against the pydantic models in
-``judge.sandbox.protocol``; this package must stay importable without pydantic, and only
-imports numpy, jax and flax (checked by import-linter).
+``judge.sandbox.protocol``; this package must stay importable without pydantic. It imports
+only itself, the standard library, numpy, jax, jaxlib, flax and pyseccomp (the zygote's
+children's seccomp filter); an import-linter contract in pyproject.toml checks it.
+
+One module per job: ``runner`` (the loop above) with ``startup`` (before the devices come
+up), ``channel`` (the protocol's two ends), ``capture`` (the submission's output),
+``limits`` (the alarms), ``submission`` (its module and exceptions), ``inputs`` (a test's
+inputs), ``codec`` (encoding results), ``layout`` (where a shard lies, and putting an array
+together), ``integrity`` (the tripwire), ``probe`` and ``program`` (probes); the zygote
+(``zygote``) with ``frames``, ``relay``, ``keeper`` and ``isolation``.
 """
 
 HARNESS_VERSION = "4"

@@ -1,6 +1,7 @@
-"""Encode Python, NumPy and JAX values as tagged JSON, and decode test inputs.
+"""Encode Python, NumPy and JAX values as tagged JSON.
 
-This is the sandbox side of the value format. The trusted side never trusts it: it
+This is the sandbox side of the value format (test inputs are decoded by
+:mod:`judge.harness.inputs`). The trusted side never trusts it: it
 validates what arrives with the pydantic models in ``judge.values``, rebuilds NumPy
 arrays from the bytes itself and works out array layouts itself. The format (one JSON
 object per value, tag ``t``):
@@ -34,10 +35,10 @@ loads and binds everything encoding uses (builtins, NumPy functions, JAX's types
 C++ getters of ``ArrayImpl``, ``NamedSharding``, ``PartitionSpec``) in a closure; a
 ``jax.Array`` is only read if its type is exactly JAX's ``ArrayImpl``, its layout only
 through that type's own C++ members, and its data from its per-device buffers, put
-together here with :mod:`judge.harness.layout`. Values of any other type that claim to
-be arrays, shardings or specs are opaque. What the binding cannot stop (a submission
-rewriting the closure, writing protocol lines by hand) the integrity check catches or
-docs/security.md lists.
+together by a function :func:`judge.harness.layout.make_assembler` binds at the same time.
+Values of any other type that claim to be arrays, shardings or specs are opaque. What the
+binding cannot stop (a submission rewriting the closure, writing protocol lines by hand)
+the integrity check catches or docs/security.md lists.
 
 Encoding stops with :class:`EncodeLimit` when the value is nested deeper than
 ``max_depth``, has more than ``max_nodes`` parts, or its JSON would exceed ``max_bytes``.
@@ -53,7 +54,7 @@ from typing import Any
 
 import numpy as np
 
-from judge.harness.layout import LayoutError, shard_indices
+from judge.harness.layout import make_assembler
 
 ALLOWED_DTYPES = frozenset(
     [
@@ -128,16 +129,16 @@ def make_encoder() -> Encoder:
     """An ``encode(value, *, max_depth=32, max_nodes=100_000, max_bytes=1 << 20)`` with
     every name it uses bound now (see the module docstring)."""
     _type, _len, _int, _str, _float = type, len, int, str, float
-    _list, _tuple, _dict, _sorted, _zip = list, tuple, dict, sorted, zip
+    _list, _tuple, _dict, _sorted = list, tuple, dict, sorted
     _isinstance, _vars, _hasattr = isinstance, vars, hasattr
     _none, _bool, _complex, _bytes = type(None), bool, complex, bytes
-    isnan, isinf, prod = math.isnan, math.isinf, math.prod
+    isnan, isinf = math.isnan, math.isinf
     b64encode = base64.b64encode
     ndarray, generic, np_asarray = np.ndarray, np.generic, np.asarray
-    np_empty, ascontiguous = np.empty, np.ascontiguousarray
+    ascontiguous = np.ascontiguousarray
     view_as_ndarray = np.ndarray.view
     allowed, max_str, max_int_bits = ALLOWED_DTYPES, MAX_STR, MAX_INT_BITS
-    limit, layout_error, indices_of = EncodeLimit, LayoutError, shard_indices
+    limit, assemble = EncodeLimit, make_assembler()
     jx = _jax_parts()
 
     def charge(budget: _Budget, depth: int, nbytes: int = 16) -> None:
@@ -245,7 +246,8 @@ def make_encoder() -> Encoder:
         return None
 
     def jax_array(value: Any, budget: _Budget, depth: int) -> dict[str, Any]:
-        """Read through ArrayImpl's own C++ members only; put the data together here."""
+        """Read through ArrayImpl's own C++ members only; put the data together here
+        (with the bound ``assemble``)."""
         assert jx is not None
         buffers = jx["raw_buffers"](value)
         if _type(buffers) is not _list or not buffers:
@@ -276,39 +278,6 @@ def make_encoder() -> Encoder:
                                    for d, h in parts), key=lambda b: b["device"])
         host = assemble(info, parts)
         return array(host, budget, depth, info)
-
-    def assemble(info: dict[str, Any], parts: list[tuple[int, Any]]) -> Any:
-        """The global array from per-device buffers: the whole of it on one device when
-        it is not split, else each buffer where the layout puts it."""
-        first = parts[0][1]
-        if (info["kind"] != "NamedSharding" or _len(parts) == 1
-                or all(entry is None for entry in info["spec"])):
-            return first
-        shapes = {_tuple(h.shape) for _, h in parts}
-        try:
-            # The global shape: each dimension's block times the ways it is split.
-            sizes = _dict(_zip(info["mesh_axes"], info["mesh_shape"]))
-            shape = []
-            entries = info["spec"] + [None] * (first.ndim - _len(info["spec"]))
-            for d, entry in enumerate(entries):
-                names = () if entry is None else (entry,) if _type(entry) is _str else entry
-                shape.append(first.shape[d] * prod(sizes[n] for n in names))
-            where = indices_of(info["spec"], info["mesh_axes"], info["mesh_shape"],
-                               info["mesh_devices"], shape)
-        except (layout_error, KeyError, TypeError, IndexError, ValueError):
-            return first  # the trusted side refuses the layout; the data hardly matters
-        if _len(shapes) != 1:
-            return first
-        out = np_empty(shape, dtype=first.dtype)
-        try:
-            for device, host in parts:
-                index = where.get(device)
-                if index is None:
-                    return first
-                out[_tuple(slice(a, b) for a, b in index)] = host
-        except (ValueError, IndexError):
-            return first
-        return out
 
     def tree(value: Any, budget: _Budget, depth: int) -> dict[str, Any] | None:
         assert jx is not None
@@ -386,33 +355,3 @@ def encode(value: Any, *, max_depth: int = 32, max_nodes: int = 100_000,
     """Encode ``value`` with a freshly bound encoder (the trusted side's convenience; the
     harness binds its own once, before the submission loads)."""
     return make_encoder()(value, max_depth=max_depth, max_nodes=max_nodes, max_bytes=max_bytes)
-
-
-# -- inputs ------------------------------------------------------------------------------
-
-
-def decode_input(enc: dict[str, Any]) -> Any:
-    """Turn an encoded test input back into Python and NumPy values.
-
-    Inputs come from the trusted side and use a subset of the format: ``none``,
-    ``bool``, ``int``, ``float``, ``str``, ``array``, ``list``, ``tuple`` and ``dict``.
-    """
-    tag = enc["t"]
-    if tag == "none":
-        return None
-    if tag in ("bool", "int", "str"):
-        return enc["v"]
-    if tag == "float":
-        v = enc["v"]
-        return float(v) if isinstance(v, str) else v
-    if tag == "array":
-        dtype = np.dtype(enc["dtype"]).newbyteorder("<")
-        raw = base64.b64decode(enc["data"])
-        return np.frombuffer(raw, dtype=dtype).astype(dtype.newbyteorder("=")).reshape(enc["shape"])
-    if tag == "list":
-        return [decode_input(v) for v in enc["items"]]
-    if tag == "tuple":
-        return tuple(decode_input(v) for v in enc["items"])
-    if tag == "dict":
-        return {k: decode_input(v) for k, v in enc["items"]}
-    raise ValueError(f"cannot decode an input tagged {tag!r}")

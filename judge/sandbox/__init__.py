@@ -48,7 +48,7 @@ def resolve(name: str, settings: Settings) -> str:
         return name
     from judge.errors import SandboxError
     from judge.sandbox import seccomp
-    from judge.sandbox.docker import engine_answers
+    from judge.sandbox.engine import engine_answers
 
     if not engine_answers(settings):
         return "process"

@@ -29,17 +29,11 @@ from docker.api import APIClient
 
 from judge.errors import SandboxError
 from judge.harness import HARNESS_VERSION
-from judge.sandbox.docker import (
-    ENGINE_ERRORS,
-    ContainerSpec,
-    DockerChannel,
-    create,
-    reap,
-    remove,
-    retry_removals,
-)
+from judge.sandbox.channel import max_line
+from judge.sandbox.docker import DockerChannel
+from judge.sandbox.engine import ENGINE_ERRORS, ContainerSpec, create, reap, remove, retry_removals
 from judge.sandbox.protocol import Job, ReadyEvent
-from judge.sandbox.supervisor import EVENT, max_line
+from judge.sandbox.supervisor import EVENT
 from judge.settings import Settings
 
 log = logging.getLogger(__name__)

@@ -42,18 +42,12 @@ import time
 from pathlib import Path
 from typing import IO
 
-from judge.harness.runner import COMPILE_FLAGS_ENV
+from judge.harness.startup import COMPILE_FLAGS_ENV
 from judge.sandbox.base import Sandbox
 from judge.sandbox.cgroups import thread_delays
+from judge.sandbox.channel import EOF, OVERFLOW, ExitInfo, QueuedLines, max_line
 from judge.sandbox.protocol import Job, RunOutcome
-from judge.sandbox.supervisor import (
-    EOF,
-    OVERFLOW,
-    ExitInfo,
-    QueuedLines,
-    max_line,
-    supervise,
-)
+from judge.sandbox.supervisor import supervise
 
 _TICKS = os.sysconf("SC_CLK_TCK")
 RESCAN_SECONDS = 0.5  # how often /proc is searched for the session's new processes

@@ -6,7 +6,7 @@ child: ``unshare`` to give the child fresh user, mount, PID, IPC, network and UT
 namespaces, and ``mount`` to lay fresh tmpfs over the places it may write. The profile
 adds two rules to the default and nothing else:
 
-- ``unshare`` only with exactly that set of flags (``judge.harness.zygote.UNSHARE_FLAGS``);
+- ``unshare`` only with exactly that set of flags (``judge.harness.isolation.UNSHARE_FLAGS``);
 - ``mount``, which the kernel still refuses outside a user namespace the caller owns (the
   zygote itself runs as uid 10001 with no capabilities).
 
@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from judge.errors import SandboxUnavailable
-from judge.harness.zygote import UNSHARE_FLAGS
+from judge.harness.isolation import UNSHARE_FLAGS
 
 MARK = "jaxjudge zygote"
 

@@ -195,7 +195,7 @@ def test_bad_files_are_refused(capsys, tmp_path: Path, data: bytes, needle: str)
 
 
 def test_a_file_of_exactly_the_limit_is_accepted_for_grading(tmp_path: Path) -> None:
-    from judge.grading import decode_code
+    from judge.intake import decode_code
     from judge.settings import Settings
 
     data = b"#" * (256 * 1024 - 1) + b"\n"

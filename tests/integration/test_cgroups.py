@@ -13,7 +13,7 @@ from servers import wait_for
 import docker
 from judge.errors import SandboxUnavailable
 from judge.sandbox import cgroups
-from judge.sandbox.docker import container_cgroup
+from judge.sandbox.engine import container_cgroup
 from judge.settings import Settings
 
 pytestmark = [pytest.mark.slow, pytest.mark.service]

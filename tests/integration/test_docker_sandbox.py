@@ -17,7 +17,7 @@ from judge.errors import SandboxUnavailable
 from judge.grading import grade
 from judge.sandbox import get_sandbox
 from judge.sandbox.base import Sandbox
-from judge.sandbox.docker import OWNER_LABEL, SANDBOX_LABEL, reap
+from judge.sandbox.engine import OWNER_LABEL, SANDBOX_LABEL, reap
 from judge.settings import Settings
 from judge.verdict import Verdict
 

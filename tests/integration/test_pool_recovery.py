@@ -12,7 +12,7 @@ import docker
 from judge.catalog import Catalog
 from judge.grading import grade
 from judge.sandbox import get_sandbox
-from judge.sandbox.docker import OWNER_LABEL, owner_id
+from judge.sandbox.engine import OWNER_LABEL, owner_id
 from judge.settings import REPO_ROOT, Settings
 from judge.verdict import Verdict
 

@@ -17,7 +17,7 @@ from judge.grading import grade
 from judge.report import VerdictReport
 from judge.sandbox import get_sandbox, resolve, seccomp
 from judge.sandbox.base import Sandbox
-from judge.sandbox.docker import OWNER_LABEL, ZYGOTE_LABEL, owner_id
+from judge.sandbox.engine import OWNER_LABEL, ZYGOTE_LABEL, owner_id
 from judge.sandbox.zygote import ZygoteSandbox
 from judge.settings import Settings
 from judge.verdict import Verdict

@@ -19,7 +19,7 @@ from werkzeug.serving import make_server
 from judge.catalog import Catalog
 from judge.settings import Settings
 from lti import platforms
-from lti.launch import KeySets
+from lti.keysets import KeySets
 from service.db import Database
 from service.library import Library
 from service.settings import ServiceSettings

@@ -9,10 +9,10 @@ import re
 import requests
 from sqlalchemy import select
 
+from app.sessions import Principal, Sessions
 from service.models import Assignment, Course, Member
 from tests.lti.conftest import Tool
 from tests.lti.platform import INSTRUCTOR, LaunchSpec, TestPlatform
-from web.session import Principal, Sessions
 
 LANDING = re.compile(r"^/app/([A-Za-z0-9_-]{43})/assignments/([0-9a-f]{32})(/gradebook)?$")
 

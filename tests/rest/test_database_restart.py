@@ -20,7 +20,7 @@ pytestmark = pytest.mark.service
 @pytest.fixture
 def pg_app(postgres_server: PostgresServer, redis_server: RedisServer,
            judge_settings: Settings) -> Iterator[Flask]:
-    from api import create_app
+    from app import create_app
 
     url = postgres_server.new_database()
     upgrade(url)

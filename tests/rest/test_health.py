@@ -28,7 +28,7 @@ def announce(redis_server: RedisServer, name: str, **state: Any) -> None:
 def test_ready_only_with_a_worker_whose_sandbox_isolates(
         client: FlaskClient, app: Flask, redis_server: RedisServer, database_url: str,
         judge_settings: Settings) -> None:
-    from api import create_app
+    from app import create_app
 
     announce(redis_server, "grader@a:1", sandbox="process", isolated=False)
     r = client.get("/readyz")
@@ -46,7 +46,7 @@ def test_ready_only_with_a_worker_whose_sandbox_isolates(
 
 def test_readyz_names_no_database_error_text(redis_server: RedisServer,
                                              judge_settings: Settings) -> None:
-    from api import create_app
+    from app import create_app
 
     port = free_port()  # nothing listens there
     url = f"postgresql+psycopg://jaxjudge:hunter2@127.0.0.1:{port}/nowhere"

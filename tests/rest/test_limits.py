@@ -21,7 +21,7 @@ pytestmark = pytest.mark.service
 
 def test_rate_limits_count_per_key(database_url: str, redis_server: RedisServer,
                                    judge_settings: Settings) -> None:
-    from api import create_app
+    from app import create_app
     from service.keys import create_key
 
     redis_server.client().flushall()
@@ -54,7 +54,7 @@ def key_lookups(statements: list[str]) -> int:
 def test_random_keys_from_one_address_are_refused_before_the_database(
         database_url: str, redis_server: RedisServer, judge_settings: Settings,
         statements: Callable[[Flask], list[str]]) -> None:
-    from api import create_app
+    from app import create_app
     from service.keys import create_key
 
     redis_server.client().flushall()
@@ -82,7 +82,7 @@ def test_random_keys_from_one_address_are_refused_before_the_database(
 
 def test_behind_a_proxy_the_forwarded_client_address_counts(
         database_url: str, redis_server: RedisServer, judge_settings: Settings) -> None:
-    from api import create_app
+    from app import create_app
 
     def codes(app: Flask, forwarded_for: list[str]) -> list[int]:
         client = app.test_client()

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.service
 def broken_app(tmp_path: Path, service_settings: ServiceSettings) -> Iterator[Flask]:
     """The fixture problems, plus demo/layout-copy whose test data was edited after it
     was built, and demo/sharded with a problem.yaml that is not YAML."""
-    from api import create_app
+    from app import create_app
 
     root = tmp_path / "problemsets"
     shutil.copytree(FIXTURE_PROBLEMS, root)

@@ -13,7 +13,7 @@ from typing import Any
 from docker.api import APIClient
 
 from judge.report import VerdictReport
-from judge.sandbox.docker import OWNER_LABEL, SANDBOX_LABEL, ZYGOTE_LABEL, owner_id, pid_alive
+from judge.sandbox.engine import OWNER_LABEL, SANDBOX_LABEL, ZYGOTE_LABEL, owner_id, pid_alive
 from judge.settings import Settings
 from judge.verdict import Verdict
 

@@ -274,7 +274,7 @@ for fn in gc.get_objects():
                 cell.cell_contents = forge
 """, True),
     # The harness's alarm wrapper: calls skipped, every value replaced by True.
-    "runner._timed": ("runner._timed = lambda seconds, fn, *args: True if fn is not exec else fn(*args)",
+    "runner.timed": ("runner.timed = lambda seconds, fn, *args: True if fn is not exec else fn(*args)",
                       True),
 }
 

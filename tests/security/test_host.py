@@ -15,7 +15,7 @@ from docker.api import APIClient
 
 from judge.sandbox import seccomp
 from judge.sandbox.base import Sandbox
-from judge.sandbox.docker import owner_id
+from judge.sandbox.engine import owner_id
 from judge.settings import Settings
 from judge.verdict import Verdict
 

@@ -16,7 +16,7 @@ all-reduce over 'model') where the mesh matters. A probe is judged only on a tes
 value passed, so every attack returns the right value from its eager call.
 
 Each test asserts the verdict and the reason the defence gives: the sample test's
-message (its details) and the hidden tests' (fixed sentences, ``judge.probes.REASONS``
+message (its details) and the hidden tests' (fixed sentences, ``judge.probe_checks.REASONS``
 prefixed by the probe's name)."""
 
 from __future__ import annotations
@@ -30,8 +30,9 @@ import pytest
 import yaml
 
 from judge.catalog import Catalog
-from judge.grading import HIDDEN_MESSAGES, grade
-from judge.probes import REASONS
+from judge.grading import grade
+from judge.judging import HIDDEN_MESSAGES
+from judge.probe_checks import REASONS
 from judge.problem import Problem
 from judge.report import VerdictReport
 from judge.sandbox.base import Sandbox

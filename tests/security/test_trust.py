@@ -16,7 +16,8 @@ import textwrap
 import pytest
 
 from judge.catalog import Catalog
-from judge.grading import HIDDEN_OUTPUT_NOTE, grade
+from judge.grading import grade
+from judge.judging import HIDDEN_OUTPUT_NOTE
 from judge.report import VerdictReport
 from judge.sandbox.base import Sandbox
 from judge.sandbox.supervisor import INTERFERED

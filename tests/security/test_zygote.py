@@ -19,7 +19,7 @@ import pytest
 
 from judge.catalog import Catalog
 from judge.grading import grade
-from judge.harness.zygote import UNSHARE_FLAGS
+from judge.harness.isolation import UNSHARE_FLAGS
 from judge.report import VerdictReport
 from judge.sandbox import get_sandbox
 from judge.sandbox.base import Sandbox

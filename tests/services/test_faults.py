@@ -128,7 +128,7 @@ def test_a_sandbox_unavailable_too_many_times_ends_with_the_reason(
      "JAXJUDGE_POOL_SIZE", "-3", 2),
     (["python", "-m", "workers.sweeper"], "JAXJUDGE_SWEEP_SECONDS", "-1", 2),
     # The API: 3 is gunicorn's "worker failed to boot", and its master stops too.
-    (["gunicorn", "-b", "127.0.0.1:0", "api.app:create_app()"],
+    (["gunicorn", "-b", "127.0.0.1:0", "app:create_app()"],
      "JAXJUDGE_LONG_POLL_MAX_SECONDS", "abc", 3),
 ])
 def test_a_bad_setting_stops_a_service_process_with_one_line(

@@ -1,7 +1,7 @@
 """Shared helpers and fixtures of the unit tests.
 
 ``wire_value`` sends a value the way a result travels: encoded by the harness's codec, written
-as one JSON line (as ``judge.harness.runner.Protocol`` writes it), parsed and validated on
+as one JSON line (as ``judge.harness.channel.make_sender`` writes it), parsed and validated on
 the trusted side (as ``judge.sandbox.supervisor`` does).
 """
 

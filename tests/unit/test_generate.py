@@ -10,7 +10,7 @@ import yaml
 
 from judge.errors import ProblemError
 from judge.generate import generate
-from judge.harness.codec import decode_input
+from judge.harness.inputs import decode_input
 from judge.problem import Problem
 
 TREE = {"tree": {"hidden": {"kernel": {"normal": [8, 16]}, "bias": {"normal": {

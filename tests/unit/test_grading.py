@@ -1,4 +1,5 @@
-"""judge.grading: ``decode_code`` and the pure ``judge_outcome`` (outcome + tests -> report)."""
+"""judge.judging's pure ``judge_outcome`` (outcome + tests -> report), and judge.grading's
+``grade`` and ``internal_error`` where a run is no verdict."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ import pytest
 from judge import __version__
 from judge.catalog import Catalog
 from judge.checkers import get_checker, reasons
-from judge.errors import SandboxUnavailable, SubmissionRejected
-from judge.grading import HIDDEN_OUTPUT_NOTE, decode_code, grade, internal_error, judge_outcome
+from judge.errors import SandboxUnavailable
+from judge.grading import grade, internal_error
 from judge.harness.codec import encode
+from judge.judging import HIDDEN_OUTPUT_NOTE, judge_outcome
 from judge.report import VerdictReport
 from judge.sandbox.base import Sandbox
 from judge.sandbox.protocol import ErrorInfo, Job, RunOutcome
@@ -81,53 +83,6 @@ def assert_hidden_clean(report: VerdictReport) -> None:
         text = result.model_dump_json()
         for secret in ("31337", "271828", SECRET_MESSAGE, "Traceback"):
             assert secret not in text, (secret, text)
-
-
-# -- decode_code -------------------------------------------------------------------------
-
-
-def test_decode_code_returns_the_text() -> None:
-    source = "def f(x):\n    return x  # café ☃\n"
-    assert decode_code(source.encode(), SETTINGS) == source
-
-
-@pytest.mark.parametrize("data", [b"", b"   ", b"\n\n\t \r\n"], ids=repr)
-def test_empty_code_is_rejected(data: bytes) -> None:
-    with pytest.raises(SubmissionRejected, match="empty"):
-        decode_code(data, SETTINGS)
-
-
-@pytest.mark.parametrize(
-    "data", [b"x = 1\n\xff\n", b"\xc3(", b"x = '\xed\xa0\x80'", b"\x80abc"], ids=repr
-)
-def test_non_utf8_code_is_rejected(data: bytes) -> None:
-    with pytest.raises(SubmissionRejected, match="UTF-8"):
-        decode_code(data, SETTINGS)
-
-
-@pytest.mark.parametrize("data", [b"x = 1\0\n", b"\0", b"def f():\n    return '\x00'\n"],
-                         ids=repr)
-def test_code_with_nul_is_rejected(data: bytes) -> None:
-    with pytest.raises(SubmissionRejected, match="NUL"):
-        decode_code(data, SETTINGS)
-
-
-def test_code_size_limit() -> None:
-    at_limit = b"#" * (SETTINGS.max_code_bytes - 1) + b"\n"
-    assert decode_code(at_limit, SETTINGS) == at_limit.decode()
-    with pytest.raises(SubmissionRejected, match="1001 bytes"):
-        decode_code(at_limit + b"\n", SETTINGS)
-    # counted in bytes, not characters
-    with pytest.raises(SubmissionRejected, match="limit"):
-        decode_code(("é" * 501).encode(), SETTINGS)
-
-
-def test_code_with_a_utf8_bom_is_accepted_as_python_accepts_it() -> None:
-    # Editors on Windows save UTF-8 with a byte order mark, and `python file.py` runs such
-    # a file: decode_code drops the mark, as Python does (kept, U+FEFF made compile() fail
-    # with "invalid non-printable character" and a correct submission a compile_error).
-    source = decode_code(b"\xef\xbb\xbfdef f(x):\n    return x\n", SETTINGS)
-    compile(source, "submission.py", "exec")
 
 
 # -- judge_outcome: accepted and scores --------------------------------------------------

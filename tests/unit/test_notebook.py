@@ -11,7 +11,8 @@ import pytest
 from nbformat import v3, v4
 
 from judge.errors import SubmissionRejected
-from judge.notebook import MAX_NOTES, Source, convert_cell, read_notebook, source_from_upload
+from judge.intake import Source
+from judge.notebook import MAX_NOTES, convert_cell, read_notebook, source_from_upload
 from judge.settings import Settings
 from tests_support import FIXTURE_NOTEBOOKS
 

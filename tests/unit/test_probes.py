@@ -10,10 +10,11 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from judge import probes
-from judge.checkers import get_checker
+from judge import probe_checks, probe_requests
+from judge.checkers import CheckResult, get_checker
 from judge.harness.codec import encode
-from judge.probes import ProbeSpec, StoredProbe, check_facts
+from judge.probe_checks import check_facts
+from judge.probes import ProbeSpec, StoredProbe
 from judge.problem import ProblemSpec
 from judge.sandbox.protocol import MemoryStats, ProgramFacts
 from judge.values import ArrayValue, TreeValue
@@ -40,7 +41,7 @@ def facts(*lines: str, memory: dict[str, int] | None = None, flops: int | None =
                         memory=MemoryStats(**memory) if memory else None)
 
 
-def reasons_of(result: probes.CheckResult) -> tuple[str, str]:
+def reasons_of(result: CheckResult) -> tuple[str, str]:
     assert not result.passed
     return result.reason, result.detail
 
@@ -143,14 +144,14 @@ def test_unreadable_program_text_fails_closed() -> None:
     spec = probe(collectives=[{"op": "all-reduce", "at_most": 5}])
     bad = facts("  %x = f32[4] all-reduce(%a), replica_groups=?")
     reason, _ = reasons_of(check_facts(spec, bad, MESH, None))
-    assert reason == probes.REASONS["refused"]
+    assert reason == probe_checks.REASONS["refused"]
 
 
 def test_every_hidden_reason_is_a_fixed_sentence() -> None:
     spec = probe(collectives=[{"op": "all-gather", "at_most": 0}],
                  memory={"outputs": {"at_most": 0}}, flops={"at_most": 0},
                  ops={"absent": ["while"]})
-    fixed = {r.format(op=op, metric=m) for r in probes.REASONS.values()
+    fixed = {r.format(op=op, metric=m) for r in probe_checks.REASONS.values()
              for op in ("all-reduce", "all-gather", "reduce-scatter", "all-to-all",
                         "collective-permute")
              for m in ("argument", "output", "temporary", "total")}
@@ -208,7 +209,7 @@ def test_requests_send_abstract_inputs_and_static_values_only() -> None:
                      in_specs={"x": ["data"]})
     args = {"x": encode(__import__("numpy").ones((8, 3), "float64")),
             "lr": encode(0.5), "mesh_shape": encode([4, 2])}
-    export, export_args, program, values, kinds = probes.requests(
+    export, export_args, program, values, kinds = probe_requests.requests(
         spec, ["x", "lr", "mesh_shape"], ["array", "float", "any"], args)
     # The trace gets shapes and dtypes (jax's own: float32 for float64), never a value.
     assert export_args[0] == {"t": "aval", "shape": [8, 3], "dtype": "float64"}
@@ -225,7 +226,7 @@ def test_requests_send_abstract_inputs_and_static_values_only() -> None:
     # them): then the trace sees each one's layout, replicated where in_specs is silent.
     on_mesh = spec.model_copy(update={"mesh": spec.mesh.model_copy(
         update={"inputs_on_mesh": True})} if spec.mesh else {})
-    export, *_ = probes.requests(on_mesh, ["x", "lr", "mesh_shape"],
+    export, *_ = probe_requests.requests(on_mesh, ["x", "lr", "mesh_shape"],
                                  ["array", "float", "any"], args)
     assert export.traced_layout and export.specs == [["data"], None, None]
 
@@ -233,10 +234,10 @@ def test_requests_send_abstract_inputs_and_static_values_only() -> None:
 def test_requests_refuse_what_cannot_be_traced() -> None:
     spec = ProbeSpec(name="p")
     with pytest.raises(ValueError, match="list it under static"):
-        probes.requests(spec, ["s"], ["any"], {"s": encode("text")})
+        probe_requests.requests(spec, ["s"], ["any"], {"s": encode("text")})
     grad = ProbeSpec(name="p", transform="grad", argnums=["n"], static=["n"])
     with pytest.raises(ValueError, match="not a traced argument"):
-        probes.requests(grad, ["n"], ["int"], {"n": encode(3)})
+        probe_requests.requests(grad, ["n"], ["int"], {"n": encode(3)})
 
 
 def test_a_mesh_of_size_one_axes_is_the_same_layout() -> None:
@@ -254,4 +255,4 @@ def test_a_mesh_of_size_one_axes_is_the_same_layout() -> None:
         ("", array(["data", "model"], [8, 1], ["data", None]))])
     checker = get_checker("sharding", {"check_placement": True})
     assert not checker.check(ours, theirs).passed  # the meshes' names differ
-    assert checker.check(probes.without_unit_axes(ours), probes.without_unit_axes(theirs)).passed
+    assert checker.check(probe_checks.without_unit_axes(ours), probe_checks.without_unit_axes(theirs)).passed

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from judge.catalog import Catalog
 from judge.checkers import get_checker
-from judge.grading import judge_outcome
 from judge.harness.codec import encode
+from judge.judging import judge_outcome
 from judge.problem import Problem
 from judge.sandbox.protocol import RunOutcome, TestRun
 from judge.settings import Settings

@@ -14,12 +14,12 @@ from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy import select
 
+from app.sessions import Principal, Sessions
 from judge.verdict import Verdict
 from service.courses import upsert_member
 from service.models import Assignment, Batch, Course, Grading, Status, Submission
 from tests.web.pages_support import Page, csrf_token, grade, launch, sign_in
 from tests_support import LAYOUT_GOOD
-from web.session import Principal, Sessions
 
 SID = re.compile(r'href="/app/[^/]+/courses/(\d+)"')
 

@@ -15,6 +15,7 @@ from flask.testing import FlaskClient
 from packages_support import scaffold_files, slim, zip_package
 from sqlalchemy import func, select, update
 
+from app.sessions import Principal, Sessions
 from judge.verdict import Verdict
 from service.models import (
     BuildStatus,
@@ -27,7 +28,6 @@ from service.models import (
 )
 from service.submissions import new_id
 from tests.web.pages_support import csrf_token, grade, sign_in
-from web.session import Principal, Sessions
 
 VERSION_PAGE = re.compile(r"/app/[^/]+/problemsets/ml-course/problems/softmax/versions/"
                           r"([0-9a-f]{16})$")

@@ -1,4 +1,5 @@
-"""judge.harness.codec: encoding values as tagged JSON, the size caps, decoding inputs."""
+"""judge.harness.codec: encoding values as tagged JSON, the size caps, round trips through
+judge.harness.inputs."""
 
 from __future__ import annotations
 
@@ -24,10 +25,10 @@ from judge.harness.codec import (
     MAX_INT_BITS,
     MAX_STR,
     EncodeLimit,
-    decode_input,
     encode,
     make_encoder,
 )
+from judge.harness.inputs import decode_input
 from judge.values import (
     ArrayValue,
     Buffer,
@@ -324,7 +325,7 @@ def test_the_encoder_reads_through_what_it_bound_before_the_submission_loads(
         mesh, monkeypatch: pytest.MonkeyPatch) -> None:
     from jax._src.array import ArrayImpl
 
-    from judge.harness import codec
+    from judge.harness import codec, layout
 
     bound = make_encoder()  # as the harness does, before the submission loads
     host = np.arange(64, dtype=np.float32).reshape(8, 8)
@@ -335,7 +336,7 @@ def test_the_encoder_reads_through_what_it_bound_before_the_submission_loads(
     monkeypatch.setattr(ArrayImpl, "sharding", property(lambda self: lie))
     monkeypatch.setattr(ArrayImpl, "addressable_shards", property(lambda self: []))
     monkeypatch.setattr(ArrayImpl, "__array__", lambda self, *a, **k: np.zeros((8, 8)))
-    monkeypatch.setattr(codec, "shard_indices", lambda *a, **k: {})
+    monkeypatch.setattr(layout, "shard_indices", lambda *a, **k: {})
     monkeypatch.setattr(codec, "ALLOWED_DTYPES", frozenset())
     # and NumPy and math, which the layout module uses to put the array together
     real_asarray = np.asarray
@@ -743,27 +744,3 @@ def test_limits_apply_inside_jax_pytrees() -> None:
         encode(state, max_bytes=10_000)
     with pytest.raises(EncodeLimit):
         encode(state, max_nodes=2)
-
-
-# -- inputs ------------------------------------------------------------------------------
-
-
-def test_decode_input_gives_writable_native_arrays() -> None:
-    arr = np.arange(6, dtype=">f4").reshape(3, 2)
-    back = decode_input(encode(arr))
-    assert back.dtype == np.float32 and back.dtype.isnative
-    assert back.flags.writeable
-    np.testing.assert_array_equal(back, arr)
-
-
-def test_decode_input_scalars() -> None:
-    assert math.isnan(decode_input({"t": "float", "v": "nan"}))
-    assert decode_input({"t": "float", "v": "-inf"}) == -math.inf
-    assert decode_input({"t": "float", "v": 2.5}) == 2.5
-    assert decode_input({"t": "dict", "items": [["a", {"t": "tuple", "items": []}]]}) == {"a": ()}
-
-
-@pytest.mark.parametrize("tag", ["pspec", "opaque", "tree", "named_sharding", "nope"])
-def test_decode_input_refuses_output_only_tags(tag: str) -> None:
-    with pytest.raises(ValueError, match=tag):
-        decode_input({"t": tag, "v": [], "type": "x", "items": []})

@@ -15,9 +15,10 @@ import pytest
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from judge import hlo, probes
+from judge import hlo, probe_requests
 from judge.harness import program
-from judge.harness.codec import decode_input, encode
+from judge.harness.codec import encode
+from judge.harness.inputs import decode_input
 from judge.probes import ProbeSpec
 from judge.sandbox.protocol import ProgramFacts
 
@@ -39,7 +40,7 @@ def exchange(fn: Any, spec: ProbeSpec, args: dict[str, Any], kinds: list[str]
     """Both halves, with the requests the trusted side makes, as JSON would carry them."""
     names = list(args)
     encoded = {n: encode(v) for n, v in args.items()}
-    export, export_args, request, values, value_kinds = probes.requests(spec, names, kinds,
+    export, export_args, request, values, value_kinds = probe_requests.requests(spec, names, kinds,
                                                                         encoded)
     decoded = [a if a.get("t") in ("aval", "dict") and n not in spec.static else
                decode_input(a) for n, a in zip(names, export_args, strict=True)]
@@ -81,7 +82,7 @@ def test_a_program_that_takes_another_layout_is_refused() -> None:
     replicated = NamedSharding(mesh, P())
     exported = jax.export.export(jax.jit(lambda x: (x * 2,), in_shardings=replicated))(
         jax.ShapeDtypeStruct((8, 2), jnp.float32, sharding=replicated))
-    _, _, request, values, _ = probes.requests(spec, ["x"], ["array"], encoded)
+    _, _, request, values, _ = probe_requests.requests(spec, ["x"], ["array"], encoded)
     run = request.model_copy(update={
         "program": base64.b64encode(bytes(exported.serialize())).decode()}).model_dump()
     with pytest.raises(program.Refused, match="layout"):

@@ -1,4 +1,4 @@
-"""The zygote's pieces that run without a container: frames, the fence, compile flags."""
+"""The zygote's pieces that run without a container: frames, the relay's fence."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ import os
 
 import pytest
 
-from judge.harness import runner, zygote
-from judge.harness.zygote import CLOSE, DATA, DONE, HEADER, SPAWN, Relay
+from judge.harness import frames, zygote
+from judge.harness.frames import CLOSE, DATA, DONE, HEADER, MAX_FRAME, SPAWN
+from judge.harness.relay import Relay
 
 
 def frame(kind: int, payload: bytes = b"") -> bytes:
@@ -28,7 +29,7 @@ def test_frames_are_parsed_across_any_split() -> None:
 def test_a_frame_over_the_limit_ends_the_relay() -> None:
     relay = Relay(zygote.Zygote.__new__(zygote.Zygote), 0)
     with pytest.raises(SystemExit):
-        relay.frames(HEADER.pack(DATA, zygote.MAX_FRAME + 1))
+        relay.frames(HEADER.pack(DATA, MAX_FRAME + 1))
 
 
 def test_the_fence_reads_up_to_done_and_not_a_byte_more() -> None:
@@ -58,17 +59,8 @@ def test_read_exact_never_reads_ahead() -> None:
     os.write(write, b"abcdef")
     os.close(write)
     try:
-        assert zygote.read_exact(read, 4) == b"abcd"
-        assert zygote.read_exact(read, 2) == b"ef"
-        assert zygote.read_exact(read, 1) is None
+        assert frames.read_exact(read, 4) == b"abcd"
+        assert frames.read_exact(read, 2) == b"ef"
+        assert frames.read_exact(read, 1) is None
     finally:
         os.close(read)
-
-
-def test_compile_flags_keep_the_devices_and_drop_anything_but_xla_flags(monkeypatch) -> None:
-    monkeypatch.setenv("XLA_FLAGS", "")
-    runner.set_xla_flags("--xla_backend_optimization_level=0 ; rm -rf / --xla_bad=a$b "
-                         "--not_xla=1 --xla_llvm_disable_expensive_passes=true")
-    assert os.environ["XLA_FLAGS"].split() == [
-        "--xla_force_host_platform_device_count=8", "--xla_backend_optimization_level=0",
-        "--xla_llvm_disable_expensive_passes=true"]

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from judge.errors import SandboxUnavailable
-from judge.harness.zygote import UNSHARE_FLAGS
+from judge.harness.isolation import UNSHARE_FLAGS
 from judge.sandbox import seccomp
 
 DEFAULT = {"defaultAction": "SCMP_ACT_ERRNO", "syscalls": [

@@ -18,16 +18,10 @@ import pytest
 from judge.errors import SandboxUnavailable
 from judge.harness import HARNESS_VERSION
 from judge.harness.codec import encode
-from judge.sandbox import supervisor
+from judge.sandbox import clock
+from judge.sandbox.channel import EOF, OVERFLOW, TIMEOUT, ExitInfo
 from judge.sandbox.protocol import Job, JobTest, Limits, LoadMessage, RunOutcome, TestMessage
-from judge.sandbox.supervisor import (
-    EOF,
-    INTERFERED,
-    OVERFLOW,
-    TIMEOUT,
-    ExitInfo,
-    supervise,
-)
+from judge.sandbox.supervisor import INTERFERED, supervise
 
 LIMITS = Limits(test_seconds=2.0, total_seconds=10.0, test_wall_seconds=6.0,
                 total_wall_seconds=30.0, memory_mb=512, output_bytes=10_000,
@@ -645,7 +639,7 @@ def test_silence_during_a_test_is_a_timeout_at_the_wall_clock_limit() -> None:
 @pytest.fixture
 def watch_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """CPU waits read from a phase's start (the judge: after its first quarter of a second)."""
-    monkeypatch.setattr(supervisor, "WATCH_AFTER_SECONDS", 0.0)
+    monkeypatch.setattr(clock, "WATCH_AFTER_SECONDS", 0.0)
 
 
 def test_time_the_host_kept_the_sandbox_waiting_is_not_on_the_wall_clock_net(

@@ -1,5 +1,5 @@
-"""service.webhooks: Standard Webhooks signing, the SSRF policy and delivery to a real
-local server.
+"""service.webhooks (Standard Webhooks signing) and service.outbound (the SSRF policy and
+bounded requests, here through a webhook's POST) against a real local server.
 
 Network rule: the only traffic is to a ThreadingHTTPServer on 127.0.0.1 that a test starts.
 Refusals are proven to happen before any DNS look-up or connection by the ``no_network``
@@ -26,18 +26,13 @@ import urllib3
 from standardwebhooks import Webhook
 
 from service.backoff import backoff
+from service.outbound import USER_AGENT, Outcome, WebhookRefused, allow_key, check_url, resolve
 from service.webhooks import (
     ID_HEADER,
     SIGNATURE_HEADER,
     TIMESTAMP_HEADER,
-    USER_AGENT,
-    Outcome,
-    WebhookRefused,
-    allow_key,
-    check_url,
     deliver,
     new_secret,
-    resolve,
     sign,
     verify,
 )

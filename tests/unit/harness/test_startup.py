@@ -1,11 +1,15 @@
-"""runner.prepare(): what a zygote does once before it forks."""
+"""startup: what a harness does before the devices come up (a zygote does it once, then
+forks)."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
+
+from judge.harness import startup
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -13,8 +17,8 @@ ROOT = Path(__file__).resolve().parents[3]
 # threads and backends before the devices came up and the modules the call imported.
 PROBE = """
 import json, sys, threading
-from judge.harness import runner
-runner.prepare()
+from judge.harness import startup
+startup.prepare()
 from jax._src import xla_bridge
 before = {"threads": threading.active_count(), "backends": list(xla_bridge._backends)}
 known = set(sys.modules)
@@ -33,3 +37,12 @@ def test_prepare_imports_what_the_first_lowering_needs_and_touches_no_device() -
     assert probe["backends"] == []
     # Nothing of jax's or jaxlib's is left to import in a child's first call.
     assert [m for m in probe["imported"] if m.split(".")[0] in ("jax", "jaxlib")] == []
+
+
+def test_compile_flags_keep_the_devices_and_drop_anything_but_xla_flags(monkeypatch) -> None:
+    monkeypatch.setenv("XLA_FLAGS", "")
+    startup.set_xla_flags("--xla_backend_optimization_level=0 ; rm -rf / --xla_bad=a$b "
+                          "--not_xla=1 --xla_llvm_disable_expensive_passes=true")
+    assert os.environ["XLA_FLAGS"].split() == [
+        "--xla_force_host_platform_device_count=8", "--xla_backend_optimization_level=0",
+        "--xla_llvm_disable_expensive_passes=true"]

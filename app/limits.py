@@ -2,11 +2,12 @@
 authentications per client address.
 
 - **Bodies.** Each route reads at most its own number of bytes (Flask's per-request
-  ``max_content_length``): submitting, the code limit escaped as JSON plus the metadata;
-  batches, ``max_request_bytes``; everything else, 64 KiB. A larger ``Content-Length`` is
+  ``max_content_length``), which the sibling that serves it declares (:func:`body_limit`):
+  submitting, the code limit escaped as JSON plus the metadata; batches and packages,
+  ``max_request_bytes``; everything else, 64 KiB. A larger ``Content-Length`` is
   answered 413 before the body is read.
-- **Per key.** ``rate_limit`` counts per API key (a hash of the presented key), or per
-  client address without one.
+- **Per key.** ``rate_limit`` counts per API key (a hash of the presented key), per page
+  session (the id in the path, :data:`app.sessions.PATH`), or per client address.
 - **Per address, failed authentications.** A request whose key does not authenticate
   (401) counts against its client address (``auth_failure_limit``). Past the limit, a
   request from that address is refused (429) before its key reaches the database, unless
@@ -21,7 +22,6 @@ proxies back in ``X-Forwarded-For`` (werkzeug's ``ProxyFix``, applied in ``creat
 from __future__ import annotations
 
 import hashlib
-import re
 import time
 
 from flask import Flask, Response, request
@@ -29,28 +29,27 @@ from flask_limiter import ApplicationLimit, Limiter
 from redis import Redis
 from redis.exceptions import RedisError
 
+from app.sessions import PATH
 from judge.settings import Settings
 from service.settings import ServiceSettings
 
 SMALL_BODY = 64 << 10
-PAGE_PATH = re.compile(r"^/app/([A-Za-z0-9_-]{43})/")  # a page session's id (web.session)
 KNOWN_KEY = "jaxjudge:known-key:"
 KNOWN_SECONDS = 86400  # how long a key that authenticated stays known
+BODY_LIMITS = "jaxjudge.body_limits"
 
 
-def body_limits(settings: ServiceSettings, judge: Settings) -> dict[str, int]:
-    """The largest body per endpoint; others take SMALL_BODY. JSON may escape each byte
-    of the code or the metadata as ``\\u00XX`` (6 bytes), and the other fields are small;
-    a notebook (a JSON object, or its text in a string) gets twice its own limit."""
-    submit = (max(6 * judge.max_code_bytes, 2 * judge.max_notebook_bytes)
-              + 6 * settings.max_metadata_bytes + SMALL_BODY)
-    page_submit = max(submit, judge.max_notebook_bytes + SMALL_BODY)  # code or a notebook
-    return {"submissions.create_submission": submit,
-            "batches.create_batch": settings.max_request_bytes,
-            "student.submit_code": page_submit,
-            "instructor.upload_batch": settings.max_request_bytes,
-            "problemsets.upload": settings.max_request_bytes,
-            "instructor.upload_package": settings.max_request_bytes}
+def submission_body(settings: ServiceSettings, judge: Settings) -> int:
+    """The largest body of a submission over the REST API. JSON may escape each byte of
+    the code or the metadata as ``\\u00XX`` (6 bytes), and the other fields are small; a
+    notebook (a JSON object, or its text in a string) gets twice its own limit."""
+    return (max(6 * judge.max_code_bytes, 2 * judge.max_notebook_bytes)
+            + 6 * settings.max_metadata_bytes + SMALL_BODY)
+
+
+def page_submission_body(settings: ServiceSettings, judge: Settings) -> int:
+    """The largest body of a submission from a page's form: code or a notebook."""
+    return max(submission_body(settings, judge), judge.max_notebook_bytes + SMALL_BODY)
 
 
 def presented_key() -> str | None:
@@ -73,7 +72,7 @@ def rate_key() -> str:
     key = presented_key()
     if key is not None:
         return "key:" + key_hash(key)
-    page = PAGE_PATH.match(request.path)
+    page = PATH.match(request.path)
     return "page:" + key_hash(page.group(1)) if page else client_address()
 
 
@@ -135,7 +134,31 @@ def make_limiter(app: Flask, settings: ServiceSettings, known: KnownKeys) -> Lim
     )
 
 
-def limit_bodies(app: Flask, limits: dict[str, int]) -> None:
+def limit_bodies(app: Flask) -> None:
+    """Each request may send at most its endpoint's :func:`body_limit`, else SMALL_BODY."""
+    limits: dict[str, int] = app.extensions.setdefault(BODY_LIMITS, {})
+
     @app.before_request
     def _body_limit() -> None:
         request.max_content_length = limits.get(request.endpoint or "", SMALL_BODY)
+
+
+def body_limit(app: Flask, endpoint: str, limit: int) -> None:
+    """``endpoint`` may take a body of ``limit`` bytes (a sibling says so for its own)."""
+    app.extensions.setdefault(BODY_LIMITS, {})[endpoint] = limit
+
+
+def limit_submitting(app: Flask, limiter: Limiter, settings: ServiceSettings,
+                     *endpoints: str) -> None:
+    """The views that take a submission in also count against ``submit_rate_limit``."""
+    if not settings.submit_rate_limit:
+        return
+    for name in endpoints:
+        limited = limiter.limit(settings.submit_rate_limit)(app.view_functions[name])
+        app.view_functions[name] = limited  # type: ignore[assignment]
+
+
+def exempt(app: Flask, limiter: Limiter, *endpoints: str) -> None:
+    """Views that no rate limit counts (probes, documentation, static files)."""
+    for name in endpoints:
+        limiter.exempt(app.view_functions[name])

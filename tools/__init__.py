@@ -1,0 +1,1 @@
+"""Development tools that run beside the code (not installed with it)."""

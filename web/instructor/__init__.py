@@ -1,0 +1,16 @@
+"""The instructor pages, one blueprint ``instructor`` (:mod:`web.instructor.blueprint`)
+whose routes live in a module per job:
+
+- :mod:`~web.instructor.courses`: the tenant's courses, a course's assignments, an
+  assignment's gradebook (the roster read again from the LMS when stale), one student's
+  submissions, rejudging, grades to the LMS, and the exports (CSV, Gradescope);
+- :mod:`~web.instructor.batches`: class uploads (a zip of ``<student_id>.py`` files)
+  and their progress;
+- :mod:`~web.instructor.problemsets`: the tenant's own problem sets (signed in with a
+  key): a new set, uploading a package version, its build, making it live.
+"""
+
+from web.instructor import batches, courses, problemsets
+from web.instructor.blueprint import bp
+
+__all__ = ["batches", "bp", "courses", "problemsets"]
