@@ -1,8 +1,12 @@
-"""The parts of the grading service that the API and the workers share.
+"""The parts of the grading service that the HTTP siblings (``api``, ``web``, ``lti``)
+and the workers share.
 
-``service`` holds what both adapters need and neither owns: typed service settings, the
-database (SQLAlchemy models, Alembic migrations, the submission state machine), the queue
-(a Celery app that sends tasks *by name*), webhooks, batch archives and exports, and the
-metrics both sides write and read. It imports neither ``api`` nor ``workers`` nor Flask
-(checked by import-linter); grading itself stays in :func:`judge.grading.grade`.
+``service`` holds what they all need and none owns: typed service settings, the
+database (SQLAlchemy models, Alembic migrations, the submission state machine), the
+lease every kind of job is held under (:mod:`service.leases`), the queue (a Celery app
+that sends tasks *by name*), the outbox of webhooks and grades, the one outgoing HTTP
+client (:mod:`service.outbound`), problem sets and their builds, batch archives and
+exports, long-poll notices, and the metrics both sides write and read. It imports no
+sibling, no worker, no application and no web framework (import-linter's layers);
+grading itself stays in :func:`judge.grading.grade`.
 """
