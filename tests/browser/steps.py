@@ -16,6 +16,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
+from selenium.webdriver.support.expected_conditions import staleness_of
 from servers import wait_for
 
 from tests.browser.conftest import WAIT, Shoot, Stack, wait
@@ -167,6 +168,9 @@ def search_picker(browser: WebDriver, url: str, query: str, title: str
     in_frame(browser, url)
     search = wait(browser, 30).until(lambda d: d.find_element(By.ID, "q"))
     search.send_keys(query, Keys.ENTER)
+    # The unfiltered picker may list the problem too: wait for the search's own page
+    # (the old one's elements go stale when it replaces them), then for the button.
+    wait(browser, 30).until(staleness_of(search))
     choose = wait(browser, 30).until(lambda d: d.find_element(
         By.CSS_SELECTOR, f"button[aria-label='Choose {title}']"))
     return choose, browser.find_elements(By.CSS_SELECTOR, "table tbody tr")
