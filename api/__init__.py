@@ -16,6 +16,7 @@ from app.services import Services
 
 def include(app: Flask, svc: Services) -> None:
     from api import (
+        assignments,
         batches,
         docs,
         errors,
@@ -27,13 +28,16 @@ def include(app: Flask, svc: Services) -> None:
     )
 
     errors.register(app)
-    for module in (problems, problemsets, submissions, batches, launch_links, health, docs):
+    for module in (problems, problemsets, submissions, batches, assignments, launch_links,
+                   health, docs):
         app.register_blueprint(module.bp)
     settings = svc.settings
     body_limit(app, "submissions.create_submission", submission_body(settings, svc.judge))
+    body_limit(app, "assignments.submit_to_assignment", submission_body(settings, svc.judge))
+    body_limit(app, "assignments.patch_assignment", settings.max_request_bytes)
     body_limit(app, "batches.create_batch", settings.max_request_bytes)
     body_limit(app, "problemsets.upload", settings.max_request_bytes)
     limit_submitting(app, svc.limiter, settings, "submissions.create_submission",
-                     "batches.create_batch")
+                     "batches.create_batch", "assignments.submit_to_assignment")
     exempt(app, svc.limiter, "health.healthz", "health.readyz", "health.metrics",
            "docs.openapi_json", "docs.browse")

@@ -58,7 +58,7 @@ def register(app: Flask) -> None:
 
     @app.errorhandler(Refused)
     def _refused(exc: Refused) -> Response:
-        return problem(exc.status, exc.title, exc.detail)
+        return problem(exc.status, exc.title, exc.detail, exc.headers, **exc.extra)
 
     @app.errorhandler(ValidationError)
     def _invalid(exc: ValidationError) -> Response:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Protocol
 
 from celery import Celery
@@ -21,7 +22,7 @@ from redis import Redis
 
 from app.limits import KnownKeys
 from judge.settings import Settings
-from service.db import Database
+from service.db import Database, utcnow
 from service.library import Library
 from service.longpoll import Notices, WaitSlots
 from service.settings import ServiceSettings
@@ -53,6 +54,7 @@ class Services:
     notices: Notices
     waits: WaitSlots
     rosters: RosterSync | None = None  # set by the LTI endpoints where they are served
+    clock: Callable[[], datetime] = utcnow  # the course term's now (tests inject one)
 
 
 def services() -> Services:

@@ -122,10 +122,13 @@ def run_with_probes(problem: Problem, code: str, tests: list[tuple[str, dict[str
 
 
 def grade(problem: Problem, code: str, *, sandbox: Sandbox, settings: Settings,
-          label: str = "") -> VerdictReport:
-    """Grade ``code`` against every stored test of ``problem``."""
+          label: str = "", samples_only: bool = False) -> VerdictReport:
+    """Grade ``code`` against every stored test of ``problem`` (only its sample tests
+    when ``samples_only``: a student's sample run, worth no points)."""
     started = time.monotonic()
     tests = load_tests(problem)
+    if samples_only:
+        tests = [t for t in tests if t.visibility == "sample"]
     outcome, probe_runs = run_with_probes(
         problem, code, [(t.name, t.args) for t in tests], sandbox=sandbox, settings=settings,
         label=label, hidden=[t.visibility == "hidden" for t in tests])

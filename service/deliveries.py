@@ -94,6 +94,7 @@ class Try:
     kind: str = WEBHOOK
     payload: dict[str, Any] | None = None  # what an earlier try fixed (an LTI score)
     first: int = 0  # the try its round began at (a delivery sent again starts a round)
+    cause: str = REPORT  # why it was opened: with a report, or a change of the term
 
 
 def claim_try(db: Database, delivery_id: str, number: int, *, lease: float) -> Try | None:
@@ -110,7 +111,7 @@ def claim_try(db: Database, delivery_id: str, number: int, *, lease: float) -> T
         row = s.get(Delivery, delivery_id)
         assert row is not None
         return Try(delivery_id, number, row.submission_id, row.attempt, row.tenant_id, row.url,
-                   row.kind, row.payload, row.first_try)
+                   row.kind, row.payload, row.first_try, row.cause)
 
 
 def finish_try(db: Database, taken: Try, *, status: DeliveryStatus, error: str,

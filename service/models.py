@@ -152,6 +152,10 @@ class Submission(Base):
     # and line numbers); every report of the submission carries it. None for Python code.
     source_notes: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)
 
+    # A sample run: graded on the problem's sample tests only, for the student's own
+    # check; it counts for no attempt and no grade, and sends nothing to an LMS.
+    sample_run: Mapped[bool] = mapped_column(Boolean, default=False)
+
     # The webhook delivery of the report stored by the current attempt, if any.
     delivery: Mapped[Delivery | None] = relationship(
         primaryjoin="and_(Submission.id == foreign(Delivery.submission_id), "
@@ -316,6 +320,63 @@ class Assignment(Base):
     ags_scopes: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+    # The course term's rules (service.term; docs/lti.md, "Course term"). The dates are
+    # UTC; ``dates_source`` says where they came from (``instructor`` or ``lms:<how>``)
+    # and ``lms_dates`` the last dates the LMS sent, so a date changed there wins over
+    # one set here, and one unchanged there does not undo the instructor's.
+    opens_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    due_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    late_until: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    dates_source: Mapped[str | None] = mapped_column(String(40), nullable=True)
+    lms_dates: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    late_penalty_percent_per_day: Mapped[float] = mapped_column(Float, default=0.0)
+    late_score_floor_percent: Mapped[float] = mapped_column(Float, default=0.0)
+    max_attempts: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    cooldown_seconds: Mapped[int] = mapped_column(Integer, default=0)
+    hidden_results: Mapped[str] = mapped_column(String(20), default="immediately")
+
+
+class Extension(Base):
+    """One student's own dates for an assignment (each set one replaces the
+    assignment's), granted by an instructor; seen by that student only."""
+
+    __tablename__ = "extensions"
+    __table_args__ = (UniqueConstraint("assignment_id", "student_id", name="uq_extension"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    assignment_id: Mapped[str] = mapped_column(
+        ForeignKey("assignments.id", ondelete="CASCADE"), index=True)
+    student_id: Mapped[str] = mapped_column(String(255))
+    opens_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    due_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    late_until: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    granted_by: Mapped[str] = mapped_column(String(300), default="")
+    granted_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class ScoreOverride(Base):
+    """One change of a student's grade by hand, kept for good (the audit): the score set
+    (``score_given`` of ``score_maximum``; null when the override was removed, so the
+    automatic grade applies again), the reason, who and when, and the grade before and
+    after. A student's override in force is their latest row, when it sets a score."""
+
+    __tablename__ = "score_overrides"
+    __table_args__ = (Index("ix_score_overrides_student", "assignment_id", "student_id",
+                            "id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    assignment_id: Mapped[str] = mapped_column(
+        ForeignKey("assignments.id", ondelete="CASCADE"))
+    student_id: Mapped[str] = mapped_column(String(255))
+    score_given: Mapped[float | None] = mapped_column(Float, nullable=True)
+    score_maximum: Mapped[float | None] = mapped_column(Float, nullable=True)
+    reason: Mapped[str] = mapped_column(String(500), default="")
+    actor: Mapped[str] = mapped_column(String(300), default="")
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # The grade before and after ({"given", "maximum"}; null: none).
+    before: Mapped[dict[str, float] | None] = mapped_column(JSON, nullable=True)
+    after: Mapped[dict[str, float] | None] = mapped_column(JSON, nullable=True)
 
 
 class Member(Base):

@@ -21,8 +21,9 @@ from judge.report import VerdictReport
 from service.courses import is_instructor
 from service.db import Database, chunked, utcnow
 from service.exports import ExportRow
+from service.grades import Grade, grades
 from service.models import Assignment, Course, Member, Policy, Status, Submission
-from service.scores import ScoreState, rank, score_states, switch_policy
+from service.scores import ScoreState, score_states, switch_policy
 
 # A listing reads neither the code nor the report (raiseload: touching one is a bug).
 LISTED = (defer(Submission.code, raiseload=True), defer(Submission.report, raiseload=True))
@@ -133,8 +134,10 @@ class GradeRow:
     pending: int = 0
     last_at: datetime | None = None
     chosen: Submission | None = None  # the graded submission the policy picks
+    grade: Grade | None = None  # as the LMS should hold it (penalties, override)
     score: ScoreState | None = None  # the newest LMS score delivery
     submissions: list[Submission] = field(default_factory=list)
+    samples: int = 0  # sample runs (no attempts)
 
     @property
     def verdict(self) -> str:
@@ -142,12 +145,7 @@ class GradeRow:
 
     @property
     def points(self) -> float | None:
-        return self.chosen.score if self.chosen else None
-
-
-def _better(policy: str, a: Submission, b: Submission | None) -> bool:
-    """Whether ``a`` is the grade rather than ``b``, as the LMS score is chosen."""
-    return b is None or rank(policy)(a) > rank(policy)(b)
+        return self.grade.given if self.grade else None
 
 
 def gradebook(s: Session, assignment: Assignment, *, sort: str = "name",
@@ -171,15 +169,20 @@ def gradebook(s: Session, assignment: Assignment, *, sort: str = "name",
         row = rows.get(student)
         if row is None:
             row = rows[student] = GradeRow(student)
-        row.attempts += 1
         row.submissions.append(sub)
         if sub.status != Status.DONE:
             row.pending += 1
+        if sub.sample_run:
+            row.samples += 1
+            continue
+        row.attempts += 1
         if row.last_at is None or sub.received_at > row.last_at:
             row.last_at = sub.received_at
-        if sub.status == Status.DONE and sub.score is not None and \
-                _better(assignment.policy, sub, row.chosen):
-            row.chosen = sub
+    for student, grade in grades(s, assignment).items():
+        if (row := rows.get(student)) is not None:
+            row.grade = grade
+            row.chosen = next((sub for sub in row.submissions if sub.id == grade.chosen_id),
+                              None)
     for student, state in score_states(s, assignment.id).items():
         if student in rows:
             rows[student].score = state

@@ -7,23 +7,27 @@ URL (:func:`scores_url`); the path it takes from there, step by step, is told in
 :mod:`workers.deliveries`. Its body is fixed once, at its first try (:func:`fix`), and
 stored in ``Delivery.payload``, so every retry is the same request:
 
-- the score of the assignment's policy over the student's graded submissions to it
-  (``best``: the highest score, the latest of equals; ``latest``: the last one received
-  that is graded), not only the submission that opened it: the LMS keeps one grade;
+- the student's grade as it is when the body is fixed (:mod:`service.grades`: the
+  instructor's override, else the assignment's policy over the student's graded
+  submissions, each less its late penalty), not only the submission that opened it: the
+  LMS keeps one grade;
 - ``activityProgress: Completed``, ``gradingProgress: FullyGraded``, ``userId`` the
   student's LTI ``sub``;
-- a ``comment`` in the judge's fixed words: the verdict and how many tests passed (never
-  text a submission chose);
+- a ``comment`` in the judge's fixed words: the verdict, how many tests passed and the
+  late penalty taken off, or that the instructor set the grade (never text a submission
+  or an override's reason chose);
 - a ``timestamp`` strictly later than the last one fixed for that (assignment, student):
   the clock row (:class:`service.models.LtiScoreClock`) moves forward by a conditional
   UPDATE (or the INSERT of its first value) in the transaction that stores the body, so
   two concurrent tries never fix the same timestamp. Platforms refuse a score that is not
   later than the one they hold (Moodle answers 409).
 
-Switching an assignment's policy (:func:`switch_policy`) opens, in the transaction that
-changes the policy, one score for every student whose grade it changes (the policy now
-picks another submission), none for the others; their bodies are fixed at their first
-tries like any score, so their timestamps are later than every score before them.
+Switching an assignment's policy (:func:`switch_policy`), like every change of the
+course term (:mod:`service.terms`), opens, in the transaction that makes the change, one
+score for every student whose grade it changes, none for the others
+(:func:`service.grades.changing`); their bodies are fixed at their first tries like any
+score, so their timestamps are later than every score before them. Such a score is not
+tied to one report: a rejudge does not cancel what it has to say.
 
 The pages read where scores stand with :func:`score_states` (one per student of an
 assignment, the newest) and :func:`last_sent` (what the LMS has).
@@ -31,20 +35,18 @@ assignment, the newest) and :func:`last_sent` (what the LMS has).
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from judge.verdict import Verdict
+from service import grades
 from service.db import Database, changed, utcnow
-from service.deliveries import LTI_SCORE, Try, open_delivery
+from service.deliveries import LTI_SCORE, REPORT, Try
 from service.models import (
     Assignment,
     Delivery,
@@ -75,71 +77,24 @@ def scores_url(s: Session, assignment_id: str) -> str | None:
     return scores_endpoint(row.lineitem_url)
 
 
-def comment(verdict: str, tests: list[dict[str, Any]]) -> str:
-    """The verdict and the tests passed, in the judge's words only."""
-    words = Verdict(verdict).value.replace("_", " ")
-    passed = sum(1 for t in tests if t.get("verdict") == Verdict.ACCEPTED.value)
-    return f"Verdict: {words}. Tests passed: {passed} of {len(tests)}."
-
-
-class Graded(Protocol):
-    """What a policy reads of a graded submission (a row, or a column tuple)."""
-
-    id: str
-    score: float | None
-    received_at: datetime
-
-
-def rank(policy: str) -> Callable[[Graded], tuple[Any, ...]]:
-    """The order of a student's graded submissions under ``policy``, the grade last:
-    ``best`` the highest score, the latest of equals; ``latest`` the last received."""
-    if policy == Policy.LATEST:
-        return lambda sub: (sub.received_at, sub.id)
-    return lambda sub: (sub.score or 0, sub.received_at, sub.id)
-
-
-GRADED = (Submission.status == Status.DONE, Submission.score.is_not(None))
-
-
-def _chosen(s: Session, assignment: Assignment, student: str) -> Submission | None:
-    """The submission whose score is the student's grade under the assignment's policy."""
-    rows = s.scalars(select(Submission).where(
-        Submission.assignment_id == assignment.id, Submission.student_id == student,
-        *GRADED)).all()
-    return max(rows, key=rank(assignment.policy), default=None)
-
-
 def switch_policy(s: Session, assignment: Assignment, policy: Policy,
                   now: datetime | None = None) -> list[str]:
     """Set the assignment's grade policy, and open a score to its line item for every
-    student whose grade that changes (the policy picks another of their graded
-    submissions; the score hangs on that one); the ids of the scores opened, to queue
-    once committed. The switch is a conditional UPDATE from the policy the assignment
-    had, so the same switch made twice (a form sent again, two instructors at once)
-    opens the scores once; a switch back is another switch."""
+    student whose grade that changes (:func:`service.grades.changing`); the ids of the
+    scores opened, to queue once committed. The switch is a conditional UPDATE from the
+    policy the assignment had, so the same switch made twice (a form sent again, two
+    instructors at once) opens the scores once; a switch back is another switch."""
     now = now or utcnow()
     old = assignment.policy
-    if old == policy or not changed(s, update(Assignment).where(
-            Assignment.id == assignment.id, Assignment.policy == old,
-    ).values(policy=policy, updated_at=now)):
+    if old == policy:
         return []
-    url = scores_url(s, assignment.id)
-    if url is None:
-        return []
-    graded: dict[str, list[Any]] = {}
-    for row in s.execute(select(Submission.id, Submission.student_id, Submission.attempt,
-                                Submission.score, Submission.received_at).where(
-            Submission.assignment_id == assignment.id, Submission.student_id.is_not(None),
-            *GRADED)):
-        graded.setdefault(row.student_id, []).append(row)
-    before, after, cause = rank(old), rank(policy), f"policy:{uuid.uuid4().hex[:12]}"
-    opened = []
-    for student in sorted(graded):
-        chosen = max(graded[student], key=after)
-        if chosen.id != max(graded[student], key=before).id:
-            opened.append(open_delivery(s, chosen.id, chosen.attempt, assignment.tenant_id,
-                                        url, now, kind=LTI_SCORE, cause=cause))
-    return opened
+    with grades.changing(s, assignment, "policy", now=now,
+                         scores_url=scores_url(s, assignment.id)) as change:
+        if not changed(s, update(Assignment).where(
+                Assignment.id == assignment.id, Assignment.policy == old,
+        ).values(policy=policy, updated_at=now)):
+            change.made = False
+    return change.opened
 
 
 def next_timestamp(s: Session, assignment_id: str, user_id: str,
@@ -180,23 +135,21 @@ def fix(db: Database, taken: Try) -> dict[str, Any] | None:
     try:
         with db.session() as s:
             row = s.get(Submission, taken.submission_id)
-            if (row is None or row.status != Status.DONE or row.attempt != taken.attempt
-                    or not row.assignment_id or not row.student_id):
+            if row is None or not row.assignment_id or not row.student_id:
                 return None
+            if taken.cause == REPORT and (row.status != Status.DONE
+                                          or row.attempt != taken.attempt):
+                return None  # the report it was opened with was replaced by a rejudge
             assignment = s.get(Assignment, row.assignment_id)
-            chosen = _chosen(s, assignment, row.student_id) if assignment else None
-            if assignment is None or chosen is None:
+            grade = grades.grade_of(s, assignment, row.student_id) if assignment else None
+            if assignment is None or grade is None:
                 return None
-            given, maximum = float(chosen.score or 0), float(chosen.max_score or 0)
-            if maximum <= 0:  # a problem worth nothing: pass or fail
-                given, maximum = float(chosen.verdict == Verdict.ACCEPTED.value), 1.0
             stamp = next_timestamp(s, assignment.id, row.student_id)
             body = {
                 "userId": row.student_id,
-                "scoreGiven": given,
-                "scoreMaximum": maximum,
-                "comment": comment(chosen.verdict or "internal_error",
-                                   (chosen.report or {}).get("tests", [])),
+                "scoreGiven": grade.given,
+                "scoreMaximum": grade.maximum,
+                "comment": grade.comment,
                 "timestamp": stamp.isoformat(timespec="milliseconds"),
                 "activityProgress": "Completed",
                 "gradingProgress": "FullyGraded",

@@ -59,6 +59,7 @@ class Claim:
     source_notes: tuple[str, ...] = ()  # what was removed from a notebook; for the report
     tenant_id: int = 0
     problem_version: str = ""  # the version it was submitted to (or rejudged against)
+    sample_run: bool = False  # graded on the sample tests only
 
     @property
     def lost(self) -> int:
@@ -79,7 +80,7 @@ def claim(db: Database, submission_id: str, *, stale_after: float) -> Claim | No
         tries = row.tries + 1
         taken = Claim(submission_id, row.attempt + 1, row.problem, row.code, tries,
                       row.failures, tuple(row.source_notes or ()), row.tenant_id,
-                      row.problem_version)
+                      row.problem_version, bool(row.sample_run))
         if not LEASE.take(s, row, now=now, tries=tries):
             return None
         _close_gradings(s, submission_id, "lost", now)
@@ -156,12 +157,14 @@ def store(db: Database, submission_id: str, attempt: int,
                         attempt=attempt)
         if not stored:
             return None
-        tenant_id, url, assignment_id, student = s.execute(
+        tenant_id, url, assignment_id, student, sample_run = s.execute(
             select(Submission.tenant_id, Submission.callback_url, Submission.assignment_id,
-                   Submission.student_id).where(Submission.id == submission_id)).one()
+                   Submission.student_id, Submission.sample_run)
+            .where(Submission.id == submission_id)).one()
         delivery = deliveries.open_delivery(s, submission_id, attempt, tenant_id, url,
                                             now) if url else None
-        target = scores.scores_url(s, assignment_id) if assignment_id and student else None
+        target = scores.scores_url(s, assignment_id) \
+            if assignment_id and student and not sample_run else None  # a sample run: no grade
         score = deliveries.open_delivery(s, submission_id, attempt, tenant_id, target, now,
                                          kind=deliveries.LTI_SCORE) if target else None
         return Stored(delivery, score)

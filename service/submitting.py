@@ -13,7 +13,9 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Protocol
 
 from celery import Celery
@@ -28,7 +30,7 @@ from judge.intake import Source, decode_code
 from judge.notebook import read_notebook
 from judge.settings import Settings
 from service.batchzip import read_batch_zip
-from service.db import Database
+from service.db import Database, utcnow
 from service.library import Library, ProblemUnavailable
 from service.metrics import count_received
 from service.models import Batch, Status, Submission
@@ -47,9 +49,12 @@ class Refused(Exception):
     """A submission (or batch) refused: the HTTP status an adapter answers with, a short
     title and a one-line detail for the person who sent it."""
 
-    def __init__(self, status: int, title: str, detail: str) -> None:
+    def __init__(self, status: int, title: str, detail: str,
+                 headers: dict[str, str] | None = None, **extra: Any) -> None:
         super().__init__(detail)
         self.status, self.title, self.detail = status, title, detail
+        self.headers = headers or {}
+        self.extra = extra  # more members of the problem details (RFC 9457)
 
 
 class Intake(Protocol):
@@ -85,6 +90,8 @@ class NewSubmission:
     fingerprint: str | None = None
     assignment_id: str | None = None
     queue: str = INTERACTIVE
+    sample_run: bool = False  # the sample tests only: no attempt, no grade
+    received_at: datetime | None = None  # default: now (a term's gate passes its clock's)
 
 
 def fingerprint(body: dict[str, Any]) -> str:
@@ -167,9 +174,16 @@ def target(intake: Intake, tenant_id: int, problem_id: str) -> tuple[str, str]:
     return problem.id, problem.version
 
 
-def submit(intake: Intake, new: NewSubmission) -> tuple[Submission, bool]:
+Gate = Callable[[Session], None]
+
+
+def submit(intake: Intake, new: NewSubmission,
+           gate: Gate | None = None) -> tuple[Submission, bool]:
     """Store ``new`` and queue it; the stored row (without its code) and whether it is
-    the replay of an earlier request with the same idempotency key."""
+    the replay of an earlier request with the same idempotency key. ``gate`` runs in the
+    transaction that inserts the row, before it (an assignment's course term:
+    :func:`service.terms.gate`); what it raises refuses the submission, and nothing is
+    stored."""
     key = new.idempotency_key
     if key is not None and (found := replayed(intake, new.tenant_id, key,
                                               new.fingerprint)) is not None:
@@ -187,9 +201,12 @@ def submit(intake: Intake, new: NewSubmission) -> tuple[Submission, bool]:
         callback_url=callback, meta=new.metadata,
         idempotency_key=key, request_hash=new.fingerprint, queue=new.queue,
         status=Status.QUEUED, enqueued=False, attempt=0, assignment_id=new.assignment_id,
+        sample_run=new.sample_run, received_at=new.received_at or utcnow(),
     )
     try:
         with intake.db.session() as s:
+            if gate is not None:
+                gate(s)
             s.add(row)
     except IntegrityError:  # the same key, concurrently: answer with the winner
         if key is None or (found := replayed(intake, new.tenant_id, key,

@@ -154,6 +154,8 @@ class SubmissionOut(_Out):
     report: VerdictReport | None = Field(
         default=None, description="The verdict report, when done (not in listings)."
     )
+    sample_run: bool = Field(default=False, description="A sample run: the sample tests "
+                             "only, counting for no attempt and no grade.")
 
 
 class SubmissionPage(_Out):
@@ -374,6 +376,7 @@ def submission_out(row: Submission, with_report: bool = True) -> SubmissionOut:
         received_at=row.received_at, queued_at=row.queued_at, started_at=row.started_at,
         finished_at=row.finished_at,
         report=row.report if with_report and row.status == "done" else None,  # type: ignore[arg-type]
+        sample_run=bool(row.sample_run),
     )
 
 

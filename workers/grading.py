@@ -86,7 +86,7 @@ def _report(ctx: Context, taken: Claim) -> VerdictReport | Unavailable:
 def _grade(ctx: Context, taken: Claim, problem: Problem) -> VerdictReport | Unavailable:
     try:
         return grade(problem, taken.code, sandbox=ctx.sandbox, settings=ctx.judge,
-                     label=taken.submission_id)
+                     label=taken.submission_id, samples_only=taken.sample_run)
     except SoftTimeLimitExceeded:
         return internal_error(problem, "grading took longer than "
                               f"{ctx.settings.soft_time_limit_seconds:g} s", ctx.judge)

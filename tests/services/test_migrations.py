@@ -25,7 +25,7 @@ pytestmark = pytest.mark.service
 
 
 def test_the_migrated_schema_is_the_models_schema(any_database_url: str) -> None:
-    assert current(any_database_url) == "0006"
+    assert current(any_database_url) == "0007"
     engine = make_engine(any_database_url)
     try:
         with engine.connect() as conn:
@@ -171,7 +171,7 @@ def test_0006_keeps_every_delivery_and_lets_a_policy_score_share_a_report(
                 " 'token endpoint: refused: callback address 10.0.0.5 is not a public"
                 " address', :now, :now)"), {"now": now})
         upgrade(empty_database_url)
-        assert current(empty_database_url) == "0006"
+        assert current(empty_database_url) == "0007"
         db = Database(empty_database_url)
         try:
             with db.session() as s:
