@@ -15,7 +15,15 @@ import secrets
 from functools import lru_cache
 from typing import Any
 
-from flask import Blueprint, jsonify, redirect, render_template, request, url_for
+from flask import (
+    Blueprint,
+    current_app,
+    jsonify,
+    redirect,
+    render_template,
+    request,
+    url_for,
+)
 from flask.typing import ResponseReturnValue
 from pydantic import ValidationError
 from sqlalchemy import select
@@ -25,6 +33,8 @@ from app.sessions import Principal
 from judge.errors import ProblemNotFound, SubmissionRejected, UsageError
 from judge.intake import Source
 from judge.notebook import source_from_upload
+from service import terms
+from service.grades import grade_of
 from service.library import ProblemUnavailable
 from service.longpoll import wait_until
 from service.models import Assignment, Status, Submission
@@ -32,6 +42,7 @@ from service.pages import find_submission, history
 from service.problems import detail
 from service.scores import last_sent, score_states
 from service.submitting import NewSubmission, Refused, fingerprint, submit
+from service.terms import standing
 from service.wire import ProblemDetail, SubmissionOut, submission_out
 from web.access import (
     PageError,
@@ -41,6 +52,7 @@ from web.access import (
     student_assignment,
 )
 from web.markdown import code_html, render
+from web.term import refusal_words, term_words, withhold_hidden
 
 log = logging.getLogger(__name__)
 bp = Blueprint("student", __name__, template_folder="templates")
@@ -90,10 +102,18 @@ def _context(who: Principal, assignment: Assignment, *, selected: str | None = N
         result = submission_out(shown) if shown else None
         score = score_states(s, assignment.id).get(who.user_id)
         sent = last_sent(s, assignment.id, who.user_id)
+        found = standing(s, assignment, who.user_id, services().clock())
+        grade = grade_of(s, assignment, who.user_id)
+    withheld = 0
+    if result is not None and result.report is not None and not found.hidden_shown:
+        withheld = sum(1 for t in result.report.tests if t.visibility == "hidden")
+        result = withhold_hidden(result, found)
     return {
         "who": who, "assignment": assignment, "problem": problem, "statement": statement,
         "signature_html": code_html(problem.signature), "history": mine, "result": result,
         "score": score, "sent": sent, "code": code, "error": error,
+        "standing": found, "term": term_words(found, assignment), "grade": grade,
+        "withheld": withheld,
         "graded_to_lms": bool(assignment.lineitem_url),
         "submit_token": secrets.token_urlsafe(16),
     }
@@ -143,29 +163,35 @@ def submit_code(assignment_id: str) -> ResponseReturnValue:
         found = student_assignment(s, who, assignment_id)
     _problem(found)  # a problem that cannot be shown takes nothing (an error page)
     code = request.form.get("code", "")
+    sample = request.form.get("action") == "sample"  # "Run the sample tests"
     try:
         source = _uploaded() or Source(code)
         code = source.code
         token = request.form.get("submit_token", "")
+        now = services().clock()
         new = NewSubmission(
             tenant_id=who.tenant_id, problem=found.problem, code=code,
             source_notes=source.notes,
-            student_id=who.user_id, assignment_id=found.id,
+            student_id=who.user_id, assignment_id=found.id, sample_run=sample,
+            received_at=now,
             # One form, one submission: a double click sends the same token.
-            idempotency_key=f"page:{found.id}:{token}"[:255] if token else None,
+            idempotency_key=f"page:{found.id}:{token}:{int(sample)}"[:255] if token else None,
             fingerprint=fingerprint({"assignment": found.id, "student": who.user_id,
-                                     "code": code}))
+                                     "code": code, "sample": sample}))
+        gate = terms.gate(found.id, who.user_id, now, sample_run=sample)
         try:
-            row, _ = submit(services(), new)
+            row, _ = submit(services(), new, gate)
         except Refused as exc:
             if exc.title != "Idempotency-Key reused":
                 raise
             # The same form sent again with other code (back, edit, submit): a new one.
             row, _ = submit(services(), NewSubmission(**{**new.__dict__,
-                                                         "idempotency_key": None}))
+                                                         "idempotency_key": None}), gate)
     except (Refused, UsageError, SubmissionRejected, ValidationError) as exc:
         status = exc.status if isinstance(exc, Refused) else 422
         message = exc.detail if isinstance(exc, Refused) else str(exc)
+        if isinstance(exc, terms.NotAdmitted):
+            message = refusal_words(exc.standing)
         body = render_template("student/assignment.html", **_context(
             who, found, code=code, error=message))
         return body, status
@@ -212,3 +238,22 @@ def status(submission_id: str) -> ResponseReturnValue:
                 row = wait_until(svc.notices, row.id, wait, read,
                                  lambda r: r.status == Status.DONE)
     return jsonify(_live(who, row, submission_out(row)))
+
+
+@bp.get("/app/<sid>/assignments/<assignment_id>/score")
+def score_panel(assignment_id: str) -> ResponseReturnValue:
+    """The "Grade in your course" panel as JSON: ``state`` (none, not-sent, pending,
+    delivered, failed, refused or cancelled) and ``score_html``, the panel rendered from
+    the page's own template and context. The page's script asks again while the state
+    is pending, so the panel follows a score until the LMS has it or it failed."""
+    who = principal()
+    with services().db.session() as s:
+        found = student_assignment(s, who, assignment_id)
+    context = _context(who, found)
+    current_app.update_template_context(context)
+    # The template sets the panel's state at its top level: a module exports it.
+    panel = current_app.jinja_env.get_template("student/_score.html").make_module(context)
+    state = str(getattr(panel, "state", ""))
+    response = jsonify({"state": state, "score_html": str(panel)})
+    response.headers["Cache-Control"] = "no-store"
+    return response

@@ -6,11 +6,13 @@ whose routes live in a module per job:
   submissions, rejudging, grades to the LMS, and the exports (CSV, Gradescope);
 - :mod:`~web.instructor.batches`: class uploads (a zip of ``<student_id>.py`` files)
   and their progress;
+- :mod:`~web.instructor.term`: an assignment's course term (dates, late policy,
+  attempts, hidden results), extensions, and grades set by hand with their audit;
 - :mod:`~web.instructor.problemsets`: the tenant's own problem sets (signed in with a
   key): a new set, uploading a package version, its build, making it live.
 """
 
-from web.instructor import batches, courses, problemsets
+from web.instructor import batches, courses, problemsets, term
 from web.instructor.blueprint import bp
 
-__all__ = ["batches", "bp", "courses", "problemsets"]
+__all__ = ["batches", "bp", "courses", "problemsets", "term"]
