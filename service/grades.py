@@ -5,8 +5,8 @@ The grade is a pure function of what is stored (no clock): the instructor's over
 force, if any (:class:`service.models.ScoreOverride`); else the assignment's policy
 (``best`` or ``latest``) over the student's graded submissions to it, each one's score
 less its late penalty (:func:`service.term.late_penalty`, from its ``received_at`` and
-the dates that apply to the student now, their extension included). Sample runs are no
-grade. So the same grade comes out of the score a worker sends with a new report, of
+the dates that apply to the student now, their extension included; a submission of an
+instructor's class upload is never late). Sample runs are no grade. So the same grade comes out of the score a worker sends with a new report, of
 the gradebook, and of the re-sends below.
 
 A change of the term (the policy, a date, the penalty, an extension, an override) is made
@@ -144,6 +144,8 @@ def scored(row: Any, rules: term.Rules, dates: term.Dates) -> Scored:
     raw, maximum = float(row.score or 0), float(row.max_score or 0)
     if maximum <= 0:  # a problem worth nothing: pass or fail
         raw, maximum = float(row.verdict == Verdict.ACCEPTED.value), 1.0
+    if getattr(row, "batch_id", None) is not None:  # an instructor's class upload: on time
+        dates = term.Dates()
     penalty = term.late_penalty(rules, dates, row.received_at)
     hours = 0
     if dates.due_at is not None and row.received_at > dates.due_at:
@@ -190,7 +192,7 @@ def grades(s: Session, assignment: Assignment,
     rules = rules_of(assignment)
     query = select(Submission.id, Submission.student_id, Submission.attempt,
                    Submission.score, Submission.max_score, Submission.verdict,
-                   Submission.received_at, Submission.report).where(
+                   Submission.received_at, Submission.report, Submission.batch_id).where(
         Submission.assignment_id == assignment.id, Submission.student_id.is_not(None),
         *GRADED)
     latest_query = select(Submission.student_id, Submission.id, Submission.attempt).where(

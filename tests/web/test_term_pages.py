@@ -166,3 +166,30 @@ def test_hidden_results_wait_for_the_due_date_and_an_override_is_audited(
         "csrf_token": csrf_token(client, path), "student": "alice", "score_given": "1",
         "reason": " "})
     assert r.status_code == 422 and "needs a reason" in r.get_data(as_text=True)
+
+
+def test_time_is_the_services_clock_never_a_sleep(
+        app: Flask, client: FlaskClient, keys: dict[str, str], learner: Page) -> None:
+    """The term reads the services' clock (injected here): the same page before the
+    opening refuses, and after it admits, with no waiting."""
+    services = app.extensions["jaxjudge"]
+    opens = datetime(2031, 3, 1, 9, 0, tzinfo=UTC)
+    term_form(client, keys["instructor"], learner, opens_at="2031-03-01T09:00",
+              due_at="2031-03-08T09:00")
+    services.clock = lambda: opens - timedelta(hours=1)
+    try:
+        page = client.get(learner.path).get_data(as_text=True)
+        assert "This assignment opens on Sat 01 Mar 2031, 09:00 UTC" in page
+        status, _ = send(client, learner)
+        assert status == 403 and submissions(app) == []
+        services.clock = lambda: opens + timedelta(days=7, hours=1)  # past due: closed
+        assert "closed on Sat 08 Mar 2031" in client.get(learner.path).get_data(as_text=True)
+        services.clock = lambda: opens + timedelta(minutes=1)
+        page = client.get(learner.path).get_data(as_text=True)
+        assert "This assignment opens" not in page and 'data-testid="time-left"' in page
+        status, _ = send(client, learner)
+        assert status == 303
+        [row] = submissions(app)
+        assert row.received_at == opens + timedelta(minutes=1)  # stamped by the same clock
+    finally:
+        services.clock = utcnow
