@@ -34,7 +34,7 @@ def include(app: Flask, svc: Services) -> None:
     settings = svc.settings
     body_limit(app, "submissions.create_submission", submission_body(settings, svc.judge))
     body_limit(app, "assignments.submit_to_assignment", submission_body(settings, svc.judge))
-    body_limit(app, "assignments.patch_assignment", settings.max_request_bytes)
+    body_limit(app, "assignments.patch_assignment", 1 << 20)  # up to 500 extensions
     body_limit(app, "batches.create_batch", settings.max_request_bytes)
     body_limit(app, "problemsets.upload", settings.max_request_bytes)
     limit_submitting(app, svc.limiter, settings, "submissions.create_submission",

@@ -34,7 +34,7 @@ from sqlalchemy.orm import Session
 
 from judge.verdict import Verdict
 from service import term
-from service.db import utcnow
+from service.db import chunked, utcnow
 from service.deliveries import LTI_SCORE, open_delivery
 from service.models import (
     Assignment,
@@ -113,7 +113,6 @@ class Scored:
     maximum: float
     penalty_percent: float
     late_hours: int
-    tests: list[dict[str, Any]] = field(repr=False)
 
     @property
     def given(self) -> float:
@@ -151,7 +150,7 @@ def scored(row: Any, rules: term.Rules, dates: term.Dates) -> Scored:
     if dates.due_at is not None and row.received_at > dates.due_at:
         hours = math.ceil((row.received_at - dates.due_at).total_seconds() / 3600)
     return Scored(row.id, row.attempt, row.received_at, row.verdict or "internal_error",
-                  raw, maximum, penalty, hours, (row.report or {}).get("tests", []))
+                  raw, maximum, penalty, hours)
 
 
 def rank(policy: str) -> Any:
@@ -163,12 +162,9 @@ def rank(policy: str) -> Any:
     return lambda sub: (round(sub.given, 9), sub.received_at, sub.id)
 
 
-def _grade(assignment: Assignment, rules: term.Rules, ext: term.Extension | None,
-           rows: Sequence[Any], override: ScoreOverride | None,
-           latest: tuple[str, int] | None) -> Grade | None:
-    dates = term.dates_for(rules, ext)
-    chosen = max((scored(r, rules, dates) for r in rows), key=rank(assignment.policy),
-                 default=None)
+def _grade(chosen: Scored | None, override: ScoreOverride | None,
+           latest: tuple[str, int] | None, tests: list[dict[str, Any]]) -> Grade | None:
+    """The grade from the policy's pick (and its report's ``tests``), or the override."""
     if override is not None:
         anchor = (chosen.id, chosen.attempt) if chosen else latest
         if anchor is None:
@@ -178,7 +174,7 @@ def _grade(assignment: Assignment, rules: term.Rules, ext: term.Extension | None
                      chosen_id=chosen.id if chosen else None)
     if chosen is None:
         return None
-    words = comment(chosen.verdict, chosen.tests)
+    words = comment(chosen.verdict, tests)
     if chosen.penalty_percent > 0:
         words += late_words(chosen.late_hours, chosen.penalty_percent)
     return Grade(chosen.given, chosen.maximum, words, chosen.id, chosen.attempt,
@@ -188,11 +184,11 @@ def _grade(assignment: Assignment, rules: term.Rules, ext: term.Extension | None
 def grades(s: Session, assignment: Assignment,
            students: Sequence[str] | None = None) -> dict[str, Grade]:
     """The grade of each student of the assignment who has one (of ``students`` only,
-    when given)."""
+    when given). Reports are read for the picked submissions only (their comment)."""
     rules = rules_of(assignment)
     query = select(Submission.id, Submission.student_id, Submission.attempt,
                    Submission.score, Submission.max_score, Submission.verdict,
-                   Submission.received_at, Submission.report, Submission.batch_id).where(
+                   Submission.received_at, Submission.batch_id).where(
         Submission.assignment_id == assignment.id, Submission.student_id.is_not(None),
         *GRADED)
     latest_query = select(Submission.student_id, Submission.id, Submission.attempt).where(
@@ -207,13 +203,24 @@ def grades(s: Session, assignment: Assignment,
     latest = {row.student_id: (row.id, row.attempt) for row in s.execute(latest_query)}
     exts = extensions(s, assignment.id, students)
     forced = overrides(s, assignment.id, students)
-    found = {}
+    picks: dict[str, Scored | None] = {}
     for student in sorted(set(graded) | set(forced)):
-        grade = _grade(assignment, rules, exts.get(student), graded.get(student, []),
-                       forced.get(student), latest.get(student))
+        dates = term.dates_for(rules, exts.get(student))
+        picks[student] = max((scored(r, rules, dates) for r in graded.get(student, [])),
+                             key=rank(assignment.policy), default=None)
+    wanted = [p.id for student, p in picks.items() if p is not None and student not in forced]
+    tests: dict[str, list[dict[str, Any]]] = {}
+    for part in chunked(wanted):
+        for sid, found in s.execute(select(Submission.id, Submission.report)
+                                    .where(Submission.id.in_(list(part)))):
+            tests[sid] = (found or {}).get("tests", [])
+    found_grades = {}
+    for student, pick in picks.items():
+        grade = _grade(pick, forced.get(student), latest.get(student),
+                       tests.get(pick.id, []) if pick else [])
         if grade is not None:
-            found[student] = grade
-    return found
+            found_grades[student] = grade
+    return found_grades
 
 
 def grade_of(s: Session, assignment: Assignment, student: str) -> Grade | None:
