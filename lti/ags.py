@@ -23,6 +23,16 @@ How a try ends:
   a first try whose timestamp is still the latest is ``failed``: the platform holds a
   newer grade from elsewhere.
 - Other 4xx, 3xx, a refused token (invalid client, scope): ``failed``, with the reason.
+
+The line item itself is read too (:func:`read_lineitem`), for its ``endDateTime`` (the
+assignment's due date where the platform keeps one there; :mod:`lti.dates`)::
+
+    GET <line item URL>
+    Authorization: Bearer <a token with the lineitem.readonly (or lineitem) scope>
+    Accept: application/vnd.ims.lis.v2.lineitem+json
+
+at most :data:`MAX_LINEITEM_BYTES` of JSON, through the same outgoing client and its
+address policy; any failure is a :class:`LineItemUnread`, never a wrong answer.
 """
 
 from __future__ import annotations
@@ -32,13 +42,18 @@ from typing import Any
 
 from sqlalchemy import select
 
-from lti.tokens import Platform
+from judge.nesting import load_json
+from lti.tokens import Platform, Tokens, authorized_get
 from service.db import Database
 from service.models import Assignment, Course, DeliveryStatus, LtiPlatform, Submission
 from service.outbound import Outcome, fetch
 from service.settings import ServiceSettings
 
 SCORE_TYPE = "application/vnd.ims.lis.v1.score+json"
+LINEITEM_TYPE = "application/vnd.ims.lis.v2.lineitem+json"
+LINEITEM_READONLY = "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem.readonly"
+LINEITEM_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem"
+MAX_LINEITEM_BYTES = 64 * 1024
 
 
 def platform_of(db: Database, submission_id: str) -> Platform | None:
@@ -74,3 +89,35 @@ def conflict(*, overtaken: bool, retry: bool) -> tuple[Outcome, DeliveryStatus]:
                         retry=False), DeliveryStatus.DELIVERED)
     return (Outcome(False, 409, "HTTP 409: the platform holds a newer score from elsewhere",
                     retry=False), DeliveryStatus.FAILED)
+
+
+class LineItemUnread(Exception):
+    """The line item could not be read (one line, without the token)."""
+
+
+def lineitem_scope(granted: list[str]) -> str | None:
+    """The scope to read a line item with, of those a launch says the platform grants:
+    the read-only one if granted, else the full one; None when neither is."""
+    for scope in (LINEITEM_READONLY, LINEITEM_SCOPE):
+        if scope in granted:
+            return scope
+    return None
+
+
+def read_lineitem(tokens: Tokens, platform: Platform, url: str, scope: str) -> dict[str, Any]:
+    """The line item at ``url`` (a JSON object), read with a token for ``scope``; raises
+    :class:`LineItemUnread`. Every request, the token's included, waits at most
+    ``tokens.settings.lti_timeout_seconds``."""
+    got = authorized_get(tokens, platform, url, scope, accept=LINEITEM_TYPE,
+                         limit=MAX_LINEITEM_BYTES)
+    if not got.ok:
+        raise LineItemUnread(got.error)
+    if not got.complete:
+        raise LineItemUnread(f"the line item is larger than {MAX_LINEITEM_BYTES} bytes")
+    try:
+        item = load_json(got.body)
+    except ValueError as exc:
+        raise LineItemUnread(f"the line item is not JSON ({type(exc).__name__})") from None
+    if not isinstance(item, dict):
+        raise LineItemUnread("the line item is not a JSON object")
+    return item

@@ -7,7 +7,14 @@ content item:
   problem (:attr:`lti.launch.Launch.problem`);
 - ``lineItem``: the gradebook column the platform makes for it: ``scoreMaximum`` the
   problem's maximum score, ``resourceId`` the problem id, ``label`` its title;
-- the request's ``data``, echoed unchanged (the platform matches it to its request).
+- the request's ``data``, echoed unchanged (the platform matches it to its request);
+- the dates the instructor chose in the picker, if any (:func:`picked_dates`): in
+  ``custom`` (``jaxjudge_opens_at``, ``jaxjudge_due_at``, ``jaxjudge_late_until``), so
+  they come back with the link's launches (:mod:`lti.dates` takes them at its first),
+  and as the item's ``submission`` (start: opens, end: due) and ``available`` (start:
+  opens) for an LMS that makes its own dates of them (Canvas, Sakai). The availability
+  gets no end: an LMS locks the link then (Canvas's ``lock_at`` hides it), which would
+  keep students from their results after the deadline; the late window stays the tool's.
 
 The catalog search of the picker is here too (by title or id, and by skill: the problem
 set a problem belongs to), so the page only renders it.
@@ -17,8 +24,11 @@ from __future__ import annotations
 
 import secrets
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import jwt
 from sqlalchemy.orm import Session
@@ -26,7 +36,10 @@ from sqlalchemy.orm import Session
 from judge.problem import Problem
 from judge.testdata import load_tests
 from lti import keys
+from lti.dates import DEEP_LINK_KEYS
+from lti.errors import LaunchError
 from lti.launch import DEPLOYMENT_ID, MESSAGE_TYPE, VERSION
+from service import term, terms
 from service.library import Library
 from service.models import LtiPlatform
 from service.settings import ServiceSettings
@@ -68,16 +81,65 @@ def max_score(problem: Problem) -> float:
     return float(sum(t.points for t in load_tests(problem)))
 
 
-def content_item(problem: Problem, target_link_uri: str) -> dict[str, Any]:
+def _iso(at: datetime) -> str:
+    return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def picked_dates(form: Mapping[str, str]) -> term.Dates:
+    """The optional dates of the picker's form: ``opens_at``, ``due_at``,
+    ``late_until`` (``datetime-local`` values, in the zone ``tz`` the page's script
+    fills in from the browser, UTC without it), in order; raises :class:`LaunchError`."""
+    name = (form.get("tz") or "UTC").strip()[:64] or "UTC"
+    try:
+        zone = ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise LaunchError(f"{name!r} is not a time zone", 422) from None
+    found: dict[str, datetime | None] = {}
+    for field in terms.DATE_FIELDS:
+        raw = (form.get(field) or "").strip()[:32]
+        if not raw:
+            found[field] = None
+            continue
+        try:
+            at = datetime.fromisoformat(raw)
+        except ValueError:
+            raise LaunchError(f"{field.replace('_', ' ')}: {raw!r} is not a date and time",
+                              422) from None
+        found[field] = (at if at.tzinfo is not None else at.replace(tzinfo=zone)) \
+            .astimezone(UTC)
+    dates = term.Dates(**found)
+    try:
+        terms.check_dates(dates)
+    except terms.TermRefused as exc:
+        raise LaunchError(exc.detail, 422) from None
+    return dates
+
+
+def content_item(problem: Problem, target_link_uri: str,
+                 dates: term.Dates | None = None) -> dict[str, Any]:
     title = problem.spec.title
-    return {
+    custom = {"problem": problem.id}
+    item: dict[str, Any] = {
         "type": "ltiResourceLink",
         "title": title,
         "url": target_link_uri,
-        "custom": {"problem": problem.id},
+        "custom": custom,
         "lineItem": {"scoreMaximum": max_score(problem), "label": title,
                      "resourceId": problem.id},
     }
+    if dates is None:
+        return item
+    for name, key in DEEP_LINK_KEYS.items():
+        at = getattr(dates, name)
+        if at is not None:
+            custom[key] = _iso(at)
+    submission = {k: _iso(at) for k, at in (("startDateTime", dates.opens_at),
+                                             ("endDateTime", dates.due_at)) if at is not None}
+    if submission:
+        item["submission"] = submission
+    if dates.opens_at is not None:
+        item["available"] = {"startDateTime": _iso(dates.opens_at)}
+    return item
 
 
 def response_jwt(s: Session, settings: ServiceSettings, platform: LtiPlatform,

@@ -25,11 +25,11 @@ from redis import Redis
 from sqlalchemy import func, select, update
 
 from judge.nesting import load_json
-from lti.tokens import Platform, Tokens, authorized
+from lti.tokens import Platform, Tokens, authorized_get
 from service.courses import upsert_member
 from service.db import Database, changed, utcnow
 from service.models import Course, LtiPlatform, Member
-from service.outbound import Outcome, fetch
+from service.outbound import Outcome
 from service.settings import ServiceSettings
 
 SCOPE = "https://purl.imsglobal.org/spec/lti-nrps/scope/contextmembership.readonly"
@@ -59,15 +59,8 @@ def next_link(header: str) -> str | None:
 
 
 def _page(tokens: Tokens, platform: Platform, url: str) -> Outcome:
-    settings = tokens.settings
-
-    def get(token: str) -> Outcome:
-        return fetch("GET", url, headers={"Authorization": f"Bearer {token}",
-                                          "Accept": MEDIA_TYPE},
-                     allow=settings.webhook_allow, timeout=settings.lti_timeout_seconds,
-                     limit=MAX_PAGE_BYTES)
-
-    return authorized(tokens, platform, [SCOPE], get)
+    return authorized_get(tokens, platform, url, SCOPE, accept=MEDIA_TYPE,
+                          limit=MAX_PAGE_BYTES)
 
 
 def read_roster(tokens: Tokens, platform: Platform, url: str) -> tuple[list[dict[str, Any]], int]:

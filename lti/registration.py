@@ -30,6 +30,7 @@ from sqlalchemy.orm import Session
 from judge.errors import UsageError
 from judge.nesting import TooDeep, load_json
 from lti import platforms
+from lti.dates import CUSTOM_PARAMETERS
 from lti.launch import LaunchError
 from service.models import LtiPlatform
 from service.outbound import fetch
@@ -96,8 +97,9 @@ def canvas_config(base: str) -> dict[str, Any]:
             },
         }],
         # No tool-wide "problem" custom field: each link carries its own, set by the
-        # deep-linking response; a tool-wide one would shadow it.
-        "custom_fields": {"context_title": "$Context.title"},
+        # deep-linking response; a tool-wide one would shadow it. The dates' variables
+        # (lti.dates) are substituted per link.
+        "custom_fields": {"context_title": "$Context.title", **CUSTOM_PARAMETERS},
     }
 
 
@@ -210,6 +212,9 @@ def client_registration(base: str, config: dict[str, Any]) -> dict[str, Any]:
             "description": DESCRIPTION,
             "target_link_uri": urls["launch"],
             "claims": ["iss", "sub", "name", "given_name", "family_name", "email"],
+            # The assignment's dates (lti.dates), where the platform substitutes them;
+            # one that does not (Moodle 4.4) sends them as written, which reads as unset.
+            "custom_parameters": dict(CUSTOM_PARAMETERS),
             "messages": [{"type": "LtiDeepLinkingRequest", "target_link_uri": urls["launch"],
                           "label": TITLE}],
         },

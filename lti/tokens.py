@@ -195,3 +195,19 @@ def authorized(tokens: Tokens, platform: Platform, scopes: Sequence[str],
     except TokenRefused as exc:
         return exc.outcome
     return got
+
+
+def authorized_get(tokens: Tokens, platform: Platform, url: str, scope: str, *,
+                   accept: str, limit: int) -> Outcome:
+    """GET ``url`` (an LMS service: a line item, a roster page) with a token for
+    ``scope`` (:func:`authorized`), through the outgoing client's policy, waiting at most
+    ``lti_timeout_seconds`` and reading at most ``limit`` bytes."""
+    settings = tokens.settings
+
+    def get(token: str) -> Outcome:
+        return fetch("GET", url, headers={"Authorization": f"Bearer {token}",
+                                          "Accept": accept},
+                     allow=settings.webhook_allow, timeout=settings.lti_timeout_seconds,
+                     limit=limit)
+
+    return authorized(tokens, platform, [scope], get)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hmac
 import secrets
+from datetime import datetime
 from typing import Any
 
 from flask import (
@@ -40,9 +41,10 @@ from app.pages import nonce, secure_headers
 from app.services import Services, services
 from app.sessions import Principal, Sessions
 from judge.errors import UsageError
-from lti import deeplink, keys, nrps, registration
+from lti import dates, deeplink, keys, nrps, registration
 from lti.keysets import KeySets
 from lti.launch import (
+    CUSTOM,
     DEEP_LINKING_REQUEST,
     STATE_COOKIE,
     Launch,
@@ -52,6 +54,8 @@ from lti.launch import (
     existing_assignment,
     record,
 )
+from lti.tokens import Tokens
+from service import deliveries
 from service.library import ProblemUnavailable
 from service.models import LtiPlatform
 
@@ -140,14 +144,37 @@ def login() -> BaseResponse:
 @bp.post("/lti/launch")
 def launch() -> BaseResponse:
     """The platform's form post of ``id_token`` and ``state``: verified, then on to the
-    student page, the gradebook, or the picker."""
-    with services().db.session() as s:
-        got = complete_launch(s, services().redis, services().settings, keysets(),
+    student page, the gradebook, or the picker. A resource link's launch takes the
+    assignment's dates from the LMS (:mod:`lti.dates`): the line item, when it is read,
+    between two transactions (no transaction waits on the LMS), and the grades a changed
+    date moves are queued once the launch's transaction is committed."""
+    svc = services()
+    with svc.db.session() as s:
+        got = complete_launch(s, svc.redis, svc.settings, keysets(),
                               request.form.get("id_token", ""), request.form.get("state", ""),
                               request.cookies.get(STATE_COOKIE))
         if got.message_type == DEEP_LINKING_REQUEST:
             return _deep_linking(s, got)
-        return _resource_link(s, got)
+        problem = got.problem
+        if problem is None:
+            found = existing_assignment(s, got)
+            problem = found.problem if found is not None else None
+    offer = dates.offered(got)
+    end = None
+    if problem is not None and not offer.due_given:
+        end = dates.lineitem_end(got, Tokens(svc.db, svc.settings, svc.redis))
+    with svc.db.session() as s:
+        response, opened = _resource_link(s, got, problem, offer, end)
+    _queue(opened)
+    return response
+
+
+def _queue(opened: list[str]) -> None:
+    """Queue the scores a change of the dates opened (committed by now)."""
+    if opened:
+        svc = services()
+        deliveries.queue(svc.celery, [(d, 0) for d in opened],
+                         timeout=svc.settings.publish_timeout_seconds)
 
 
 def _principal(got: Launch, course_id: int, assignment_id: str | None,
@@ -187,11 +214,10 @@ def _deep_linking(s: Session, got: Launch) -> BaseResponse:
     return redirect(f"/app/{sid}/lti/pick", 303)
 
 
-def _resource_link(s: Session, got: Launch) -> BaseResponse:
-    problem = got.problem
-    if problem is None:
-        found = existing_assignment(s, got)
-        problem = found.problem if found is not None else None
+def _resource_link(s: Session, got: Launch, problem: str | None, offer: dates.Offered,
+                   lineitem_end: datetime | None) -> tuple[BaseResponse, list[str]]:
+    """Where the launch of a resource link (naming ``problem``, or none yet) goes, and
+    the scores its dates opened."""
     if problem is None:
         if not got.instructor:
             raise LaunchError("this link names no problem yet: ask your instructor to "
@@ -199,14 +225,15 @@ def _resource_link(s: Session, got: Launch) -> BaseResponse:
         recorded = record(s, got)
         sid = _start(_principal(got, recorded.course.id, None, True),
                      _pick_record(got, "resource_link"))
-        return redirect(f"/app/{sid}/lti/pick", 303)
+        return redirect(f"/app/{sid}/lti/pick", 303), []
     if problem not in services().library.ids(got.platform.tenant_id):
         raise LaunchError(f"this link names the problem {problem!r}, which this judge does "
                           "not have", 404)
     recorded = record(s, got, problem)
     assert recorded.assignment is not None
+    opened = dates.take(s, recorded.assignment, offer, lineitem_end, now=services().clock())
     principal = _principal(got, recorded.course.id, recorded.assignment.id, got.instructor)
-    return redirect(landing(_start(principal), principal), 303)
+    return redirect(landing(_start(principal), principal), 303), opened
 
 
 # -- the picker (Deep Linking, or a resource link without a problem)
@@ -258,7 +285,9 @@ def picked(sid: str) -> BaseResponse:
         if platform is None or platform.tenant_id != principal.tenant_id:
             raise LaunchError("the platform of this course is no longer registered", 403)
         if choice["mode"] == "deep_link":
-            item = deeplink.content_item(problem, base_url() + registration.LAUNCH)
+            chosen = deeplink.picked_dates({k: v for k, v in request.form.items()
+                                            if isinstance(v, str)})
+            item = deeplink.content_item(problem, base_url() + registration.LAUNCH, chosen)
             token = deeplink.response_jwt(s, settings, platform, choice["deployment_id"],
                                           choice["settings"], [item])
             return_url = choice["settings"]["deep_link_return_url"]
@@ -273,9 +302,13 @@ def picked(sid: str) -> BaseResponse:
             "https://purl.imsglobal.org/spec/lti/claim/message_type"],
             deployment_id=choice["deployment_id"], user_id=principal.user_id,
             roles=list(claims.get("https://purl.imsglobal.org/spec/lti/claim/roles", [])),
-            context=claims["https://purl.imsglobal.org/spec/lti/claim/context"])
+            context=claims["https://purl.imsglobal.org/spec/lti/claim/context"],
+            custom=custom if isinstance(custom := claims.get(CUSTOM), dict) else {})
         recorded = record(s, got, problem_id)
         assert recorded.assignment is not None
+        opened = dates.take(s, recorded.assignment, dates.offered(got), None,
+                            now=services().clock())
+    _queue(opened)
     principal = principal.model_copy(update={"assignment_id": recorded.assignment.id})
     store.save(sid, {"principal": principal.model_dump()})
     return redirect(landing(sid, principal), 303)

@@ -16,6 +16,7 @@ the row's lock).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -37,6 +38,7 @@ from service.wire_assignments import (
     OverrideOut,
 )
 
+log = logging.getLogger(__name__)
 DATE_FIELDS = ("opens_at", "due_at", "late_until")
 RULE_FIELDS = ("late_penalty_percent_per_day", "late_score_floor_percent", "max_attempts",
                "cooldown_seconds", "hidden_results")
@@ -297,11 +299,28 @@ def take_lms_dates(s: Session, assignment: Assignment, sent: dict[str, datetime 
             changes[name] = value
     if not changes:
         return []
+    s.flush()
+    lock(s, assignment.id)  # concurrent launches bring the same change: one makes it
+    s.refresh(assignment)
+    if assignment.lms_dates == last:
+        return []
     dates = term.Dates(**{n: changes.get(n, getattr(assignment, n)) for n in DATE_FIELDS})
     try:
         check_dates(dates)
-    except TermRefused:  # the LMS's dates contradict each other: keep those we have
-        return []
+    except TermRefused:
+        # The LMS's new dates contradict ours (its due date moved past the instructor's
+        # late_until): the LMS wins, and our dates it did not send are cleared.
+        cleared = {n: None for n in DATE_FIELDS if n not in changes
+                   and getattr(assignment, n) is not None}
+        dates = term.Dates(**{n: changes.get(n) for n in DATE_FIELDS})
+        try:
+            check_dates(dates)
+        except TermRefused as exc:  # the LMS's own dates contradict each other
+            log.warning("assignment %s: the LMS's dates are not taken: %s", assignment.id,
+                        exc.detail)
+            return []
+        log.info("assignment %s: the LMS's dates clear %s", assignment.id, sorted(cleared))
+        changes.update(cleared)
     with grades.changing(s, assignment, "lms-dates", now=now,
                          scores_url=scores_url(s, assignment.id)) as change:
         for name, value in changes.items():

@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from markupsafe import Markup
+
 from service import term
 from service.models import Assignment
 from service.terms import Standing, when
@@ -43,7 +45,7 @@ class TermView:
     source: str = ""
     extended: bool = False
     lines: list[str] = field(default_factory=list)  # the rules, one sentence each
-    now_line: str = ""  # what a submission now would be (late, its penalty), or why not
+    now_line: str | Markup = ""  # what a submission now would be (late, its penalty), or why not
     due: Moment | None = None  # for the time-left countdown
     wait_until: Moment | None = None  # for the cooldown countdown
     open: bool = True  # a graded submission is let in now
@@ -88,8 +90,8 @@ def term_words(found: Standing, assignment: Assignment) -> TermView:
     elif rules.hidden_results is term.HiddenResults.SCORE_ONLY:
         lines.append("Your verdict and score show; the result of each hidden test does "
                      "not.")
+    now_line: str | Markup = ""
     if admission.allowed:
-        now_line = ""
         if admission.late:
             now_line = "A submission now is late"
             if admission.penalty_percent > 0:
@@ -108,23 +110,30 @@ def term_words(found: Standing, assignment: Assignment) -> TermView:
         open=admission.allowed, attempts_left=found.attempts_left)
 
 
-def refusal_words(found: Standing) -> str:
+def _time(at: datetime | None) -> Markup:
+    """A date in a sentence: UTC words the script shows again in the viewer's zone."""
+    if at is None:
+        return Markup("never")
+    return Markup('<time datetime="{}" data-local>{}</time>').format(at.isoformat(), when(at))
+
+
+def refusal_words(found: Standing) -> Markup:
     """Why a graded submission is refused now, in words, with the date or the wait."""
     admission, dates = found.admission, found.dates
     refusal = admission.refusal
     if refusal is term.Refusal.NOT_OPEN:
-        return (f"This assignment opens on {when(dates.opens_at)}; you can run the sample "
-                "tests until then.")
+        return Markup("This assignment opens on {}; you can run the sample tests until "
+                      "then.").format(_time(dates.opens_at))
     if refusal is term.Refusal.CLOSED:
-        return (f"This assignment closed on {when(dates.closes_at())}; it takes no more "
-                "graded submissions. You can still run the sample tests.")
+        return Markup("This assignment closed on {}; it takes no more graded submissions. "
+                      "You can still run the sample tests.").format(_time(dates.closes_at()))
     if refusal is term.Refusal.NO_ATTEMPTS:
-        return (f"You have used all {found.rules.max_attempts} graded attempts. You can "
-                "still run the sample tests.")
+        return Markup("You have used all {} graded attempts. You can still run the sample "
+                      "tests.").format(found.rules.max_attempts)
     if refusal is term.Refusal.COOLING_DOWN:
-        return (f"Your next graded attempt can be made on {when(admission.wait_until)}. "
-                "You can run the sample tests meanwhile.")
-    return ""
+        return Markup("Your next graded attempt can be made on {}. You can run the sample "
+                      "tests meanwhile.").format(_time(admission.wait_until))
+    return Markup("")
 
 
 def withhold_hidden(result: SubmissionOut, found: Standing) -> SubmissionOut:

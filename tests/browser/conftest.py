@@ -198,12 +198,7 @@ def browser(downloads: Path, request: pytest.FixtureRequest) -> Iterator[WebDriv
     driver.execute_cdp_cmd("Page.setDownloadBehavior",
                            {"behavior": "allow", "downloadPath": str(downloads)})
     yield driver
-    report = getattr(request.node, "rep_call", None)
-    if report is not None and report.failed:
-        SHOTS.mkdir(parents=True, exist_ok=True)
-        driver.switch_to.default_content()
-        driver.save_screenshot(str(SHOTS / f"{_test_name(request)}-failed.png"))
-    driver.quit()
+    quit_with_shot(driver, request, SHOTS)
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -291,3 +286,13 @@ def api_done(stack: Stack, submission_id: str) -> dict[str, Any]:
 
     found: dict[str, Any] = wait_for(check, WAIT, f"submission {submission_id} done")
     return found
+
+
+def quit_with_shot(driver: Any, request: pytest.FixtureRequest, shots: Path) -> None:
+    """Quit ``driver``, first saving a screenshot to ``shots`` when the test failed."""
+    report = getattr(request.node, "rep_call", None)
+    if report is not None and report.failed:
+        shots.mkdir(parents=True, exist_ok=True)
+        driver.switch_to.default_content()
+        driver.save_screenshot(str(shots / f"{_test_name(request)}-failed.png"))
+    driver.quit()

@@ -21,6 +21,7 @@ from tests.browser.conftest import (
     Shoot,
     Stack,
     chromium_options,
+    quit_with_shot,
     start_chromium,
     unique,
     wait,
@@ -106,12 +107,7 @@ def framed(request: pytest.FixtureRequest) -> Iterator[WebDriver]:
     """Chromium with a 990 x 620 viewport (third-party cookies blocked)."""
     driver = start_chromium(chromium_options(size=MOODLE), size=MOODLE)
     yield driver
-    report = getattr(request.node, "rep_call", None)
-    if report is not None and report.failed:
-        SHOTS.mkdir(parents=True, exist_ok=True)
-        driver.switch_to.default_content()
-        driver.save_screenshot(str(SHOTS / f"{request.node.name}-failed.png"))
-    driver.quit()
+    quit_with_shot(driver, request, SHOTS)
 
 
 def open_in_moodle_frame(driver: WebDriver, stack: Stack, spec: LaunchSpec) -> None:

@@ -22,7 +22,10 @@ It serves:
 For tests: :meth:`TestPlatform.launch` drives login, authorization and launch through a
 ``requests.Session``; :meth:`TestPlatform.begin` stops after the login (the state and
 nonce the tool made) and :meth:`TestPlatform.id_token` forges tokens (other claims,
-algorithm, key) to post with :meth:`TestPlatform.post_launch`.
+algorithm, key) to post with :meth:`TestPlatform.post_launch`. A :class:`LaunchSpec`'s
+``claims`` go into its message as they are (``tool_platform``, ...);
+:meth:`TestPlatform.lineitem_of` sets what a link's line item says (its ``endDateTime``),
+and :attr:`TestPlatform.lineitem_reads` lists the GETs of a line item.
 """
 
 from __future__ import annotations
@@ -100,6 +103,7 @@ class LaunchSpec:
     ags: bool = True
     nrps: bool = True
     lineitem: str | None = None
+    claims: dict[str, Any] = field(default_factory=dict)  # more claims, set last
 
 
 @dataclass
@@ -198,6 +202,7 @@ class TestPlatform:
         self.registered_client_id = "dr-" + uuid.uuid4().hex[:8]
         self.registered_deployment_id: str | None = "dr-deployment-1"
         self.lineitems: dict[tuple[str, str], str] = {}  # (context, resource link) -> URL
+        self.lineitem_reads: list[str] = []  # the paths of GETs of one line item
         self.platform_id: int | None = None  # the tool's row, once registered there
         self.lock = threading.Lock()
         self.app = Flask("test_platform")
@@ -251,6 +256,25 @@ class TestPlatform:
                 "deployment_ids": [self.deployment_id], "login_url": self.base + "/auth",
                 "token_url": self.base + "/token", "jwks_url": self.base + "/jwks",
                 "name": "Test LMS"}
+
+    def lineitem_of(self, context: str = "course-1", resource_link: str = "link-1",
+                    **fields: Any) -> str:
+        """The line item of a resource link (made now if it has none), its URL; ``fields``
+        are set on it as the platform serves it (e.g. ``endDateTime``, None to remove)."""
+        with self.lock:
+            url = self.lineitems.get((context, resource_link))
+        if url is None:
+            url = self.services.add_lineitem(context, resource_link_id=resource_link)
+            with self.lock:
+                self.lineitems[(context, resource_link)] = url
+        with self.services.lock:
+            item = self.services.lineitems[context][url.rsplit("/", 1)[1]]
+            for name, value in fields.items():
+                if value is None:
+                    item.pop(name, None)
+                else:
+                    item[name] = value
+        return url
 
     # -- launching
 
@@ -341,7 +365,7 @@ class TestPlatform:
             message.update(launch._deep_linking_launch_data or {})
             return message
         launch.set_resource_link_claim(spec.resource_link, title=spec.resource_title)
-        return launch.get_launch_message()
+        return launch.get_launch_message() | spec.claims
 
     def id_token(self, nonce: str, spec: LaunchSpec | None = None, *, alg: str = "RS256",
                  key: Any = None, kid: str | None = None, drop: tuple[str, ...] = (),
@@ -369,6 +393,13 @@ class TestPlatform:
 
     def _routes(self) -> None:
         app = self.app
+
+        @app.before_request
+        def _count_lineitem_reads() -> None:
+            if request.method == "GET" and re.fullmatch(r"/ags/[^/]+/lineitems/[^/]+",
+                                                        request.path):
+                with self.lock:
+                    self.lineitem_reads.append(request.path)
 
         @app.get("/jwks")
         def _jwks() -> Response:

@@ -249,3 +249,29 @@ def test_the_gate_admits_one_attempt_at_a_time(any_database_url: str) -> None:
         stored = s.scalar(select(func.count()).select_from(Submission))
     db.dispose()
     assert sorted(results) == ["No attempts left"] * 5 + ["stored"] and stored == 1
+
+
+def test_an_lms_date_past_the_instructors_late_until_wins_and_clears_it(
+        database_url: str) -> None:
+    db = Database(database_url)
+    setup = offline_setup(db)
+    due = datetime(2031, 5, 1, 12, tzinfo=UTC)
+    with db.session() as s:
+        found = s.get(Assignment, setup.assignment_id)
+        assert found is not None
+        terms.set_rules(s, found, {"due_at": due, "late_until": due + timedelta(days=1)})
+        # The LMS moves the due date two days later: past the instructor's late_until.
+        terms.take_lms_dates(s, found, {"due_at": due + timedelta(days=2)}, "lms:custom")
+    with db.session() as s:
+        found = s.get(Assignment, setup.assignment_id)
+        assert found is not None
+        assert (found.due_at, found.late_until, found.dates_source) == (
+            due + timedelta(days=2), None, "lms:custom")
+        # The same LMS date again changes nothing; the instructor's new late_until stays.
+        terms.set_rules(s, found, {"late_until": due + timedelta(days=3)})
+        assert terms.take_lms_dates(s, found, {"due_at": due + timedelta(days=2)},
+                                    "lms:custom") == []
+    with db.session() as s:
+        found = s.get(Assignment, setup.assignment_id)
+        assert found is not None and found.late_until == due + timedelta(days=3)
+    db.dispose()

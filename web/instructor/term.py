@@ -17,6 +17,7 @@ from sqlalchemy import select
 from app.services import services
 from app.sessions import Principal
 from service import deliveries, grades, term, terms
+from service.courses import is_instructor
 from service.models import Member
 from service.pages import find_course
 from service.submitting import Refused
@@ -100,13 +101,17 @@ def term_page(assignment_id: str) -> str:
         found = taught_assignment(s, who, assignment_id)
         course = find_course(s, who.tenant_id, found.course_id)
         book = grades.grades(s, found)
-        names = {m.user_id: m.name for m in s.scalars(
-            select(Member).where(Member.course_id == found.course_id))}
+        members = list(s.scalars(select(Member).where(Member.course_id == found.course_id)))
+        names = {m.user_id: m.name for m in members}
+        learners = {m.user_id for m in members if not is_instructor(m.roles)}
         exts = terms.students_with_extensions(s, found.id)
         history = terms.audit(s, found.id)
         forced = grades.overrides(s, found.id)
         sends = terms.scores_url(s, found.id) is not None
-    students = sorted(set(names) | set(book), key=lambda u: (names.get(u) or u).casefold())
+    # The students to choose from: the roster's learners (not its instructors, as the
+    # gradebook) and everyone with a grade or an extension here.
+    students = sorted(learners | set(book) | {e.student_id for e in exts},
+                      key=lambda u: (names.get(u) or u).casefold())
     return render_template(
         "instructor/term.html", who=who, assignment=found, course=course, grades=book,
         names=names, students=students, extensions=exts, history=history, forced=forced,

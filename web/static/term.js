@@ -1,7 +1,8 @@
 // The course term on the student page: every <time data-local> shown again in the
-// viewer's own time zone (named), and every [data-countdown] counting down to its date;
-// when a countdown ends (the cooldown is over, the due date passed) the page reloads once,
-// so the form and the rules shown are those of the new moment.
+// viewer's own time zone (named), those put in later too (a verdict's panel), and every
+// [data-countdown] counting down to its date; when a countdown ends (the cooldown is
+// over, the due date passed) the page reloads once, so the form and the rules shown are
+// those of the new moment.
 (function () {
   "use strict";
   var zone = "";
@@ -44,12 +45,27 @@
     });
   }
 
-  function start() {
-    localInputs();
-    document.querySelectorAll("time[data-local]").forEach(function (el) {
+  // Each <time data-local> once: those on the page, and those that come later (the
+  // result panel the page's other script puts in when a verdict arrives).
+  function localize(root) {
+    root.querySelectorAll("time[data-local]:not([data-localized])").forEach(function (el) {
+      el.setAttribute("data-localized", "");
       var text = local(el.getAttribute("datetime"));
       if (text) { el.title = el.textContent; el.textContent = text; }
     });
+  }
+
+  function start() {
+    localInputs();
+    localize(document);
+    if (window.MutationObserver) {
+      new MutationObserver(function (records) {
+        var added = records.some(function (r) {
+          return Array.prototype.some.call(r.addedNodes, function (n) { return n.nodeType === 1; });
+        });
+        if (added) { localize(document); }
+      }).observe(document.body, {childList: true, subtree: true});
+    }
     var counters = Array.prototype.slice.call(document.querySelectorAll("[data-countdown]"));
     if (!counters.length) { return; }
     var reloaded = false;
