@@ -15,7 +15,7 @@
       weekday: "short", year: "numeric", month: "short", day: "numeric",
       hour: "2-digit", minute: "2-digit", timeZoneName: "short"
     });
-    return zone ? text + " (" + zone + ")" : text;
+    return zone && zone !== "UTC" ? text + " (" + zone + ")" : text;
   }
 
   function span(seconds) {
