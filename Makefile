@@ -42,6 +42,7 @@ lint: install
 	$(BIN)/ruff check judge app api web lti workers service tools tests bench
 	$(BIN)/lint-imports
 	$(BIN)/mypy
+	$(BIN)/python -m tools.k8s_validate
 
 # verify and the security suite run in the zygote sandbox (the fast path, as the service);
 # the security suite runs once more with a fresh container per submission.
