@@ -23,6 +23,7 @@ from sqlalchemy import text
 from api.spec import operation
 from app.services import Services, services
 from service import metrics as shared
+from service.deliveries import LTI_SCORE, WEBHOOK
 from service.queue import BATCH, INTERACTIVE, WEBHOOKS
 from service.wire import Check, Health
 
@@ -65,10 +66,19 @@ def readiness(svc: Services) -> dict[str, Check]:
     return checks
 
 
+def ready_workers(live: dict[str, dict[str, Any]], insecure_allowed: bool) -> int:
+    """Live workers whose sandbox is ready and isolates (or is ready at all, where
+    ``insecure_unsandboxed_grading`` allows grading without isolation): those that can
+    grade."""
+    ready = [w for w in live.values() if w.get("sandbox_ready")]
+    return len(ready if insecure_allowed else
+               [w for w in ready if w.get("isolated") is True])
+
+
 def sandbox_check(live: dict[str, dict[str, Any]], insecure_allowed: bool) -> Check:
     """At least one live worker has a ready sandbox that isolates (it announces
     ``isolated``; one that does not say so does not count), or one that does not isolate
-    where ``insecure_unsandboxed_grading`` allows it."""
+    where ``insecure_unsandboxed_grading`` allows it (:func:`ready_workers`)."""
     ready = [w for w in live.values() if w.get("sandbox_ready")]
     isolating = [w for w in ready if w.get("isolated") is True]
     if isolating:
@@ -113,12 +123,23 @@ class ServiceCollector:
         pool_size = GaugeMetricFamily("jaxjudge_warm_pool_size",
                                       "Warm pool target size, per grading process",
                                       labels=["worker"])
+        oldest = GaugeMetricFamily("jaxjudge_queue_oldest_seconds",
+                                   "Seconds the longest-waiting submission of a grading "
+                                   "queue has waited since it was published",
+                                   labels=["queue"])
         workers = GaugeMetricFamily("jaxjudge_workers", "Live grading processes")
+        ready = GaugeMetricFamily("jaxjudge_workers_sandbox_ready",
+                                  "Live grading processes whose sandbox is ready and "
+                                  "isolates (the workers /readyz counts)")
         try:
             for queue in (INTERACTIVE, BATCH, WEBHOOKS):
                 depth.add_metric([queue], svc.redis.llen(queue))
+            for queue, seconds in shared.oldest_waiting(svc.redis).items():
+                oldest.add_metric([queue], seconds)
             live = shared.workers(svc.redis)
             workers.add_metric([], len(live))
+            ready.add_metric([], ready_workers(live,
+                                               svc.settings.insecure_unsandboxed_grading))
             for name, state in live.items():
                 pool.add_metric([name], state.get("pool_ready", 0))
                 pool_size.add_metric([name], state.get("pool_size", 0))
@@ -131,19 +152,30 @@ class ServiceCollector:
                 yield hist
         except RedisError:
             pass
-        yield from (depth, workers, pool, pool_size)
+        yield from (depth, oldest, workers, ready, pool, pool_size)
         received = CounterMetricFamily("jaxjudge_submissions_received",
                                        "Submissions stored by the API, batch members included")
         verdicts = CounterMetricFamily("jaxjudge_verdicts", "Reports stored, by verdict",
                                        labels=["verdict"])
+        failed = CounterMetricFamily("jaxjudge_deliveries_failed",
+                                     "Deliveries given up (failed after their tries, or "
+                                     "refused by the address policy), by kind",
+                                     labels=["kind"])
+        unavailable = CounterMetricFamily("jaxjudge_sandbox_unavailable",
+                                          "Gradings and builds the sandbox could not run "
+                                          "(postponed, or given up)")
         try:
             total, by_verdict = shared.counts(svc.redis)
             received.add_metric([], total)
             for verdict, count in sorted(by_verdict.items()):
                 verdicts.add_metric([verdict], count)
+            by_kind, sandbox = shared.failures(svc.redis)
+            for kind in sorted({*by_kind, WEBHOOK, LTI_SCORE}):
+                failed.add_metric([kind], by_kind.get(kind, 0.0))
+            unavailable.add_metric([], sandbox)
         except RedisError:
             return
-        yield from (received, verdicts)
+        yield from (received, verdicts, failed, unavailable)
 
 
 @bp.get("/metrics")

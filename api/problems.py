@@ -69,7 +69,7 @@ def start_rejudge(problem: str, where: Any, version: str | None = None) -> Rejud
     if given), dispatch them; what the answer says."""
     svc = services()
     rejudge_id, ids = rejudges.start_and_send(svc.db, svc.celery, svc.settings, g.tenant_id,
-                                              problem, where, version)
+                                              problem, where, version, redis=svc.redis)
     return RejudgeOut(rejudged=len(ids), ids=ids, rejudge=rejudge_id)
 
 

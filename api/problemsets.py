@@ -188,7 +188,7 @@ def publish(name: str, slug: str, version: str) -> Any:
     svc = services()
     package, rejudge_id, ids = problemsets.go_live(svc.db, svc.celery, svc.settings,
                                                    g.tenant_id, problem_id, version,
-                                                   rejudge=body.rejudge)
+                                                   rejudge=body.rejudge, redis=svc.redis)
     rejudged = None if rejudge_id is None else RejudgeOut(rejudged=len(ids), ids=ids,
                                                           rejudge=rejudge_id)
     return PublishOut(problem=problem_id, live_version=package.live_version or version,

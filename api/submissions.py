@@ -89,7 +89,7 @@ def requeue(where: ColumnElement[bool], queue: str) -> list[str]:
     with svc.db.session() as s:
         ids = rejudge(s, where)
     dispatch(svc.db, svc.celery, [(i, queue) for i in ids],
-             timeout=svc.settings.publish_timeout_seconds)
+             timeout=svc.settings.publish_timeout_seconds, redis=svc.redis)
     return ids
 
 

@@ -18,6 +18,7 @@ from app.services import Services
 from judge import __version__
 from judge.catalog import Catalog
 from judge.settings import Settings, load
+from service import logcontext
 from service.db import Database
 from service.library import Library
 from service.longpoll import Notices, WaitSlots
@@ -34,6 +35,7 @@ def create_app(settings: ServiceSettings | None = None,
     # on which its master stops instead of starting the worker again and again.
     settings = settings or load(ServiceSettings, exit_status=3)
     judge_settings = judge_settings or load(Settings, exit_status=3)
+    logcontext.configure_api()  # lines name the submission being received
     app = Flask(__name__)
     if settings.trusted_proxy_hops:
         hops = settings.trusted_proxy_hops

@@ -72,7 +72,7 @@ up() {
     stop_pid api; stop_pid worker; stop_pid webhooks; stop_pid sweeper
     # gevent: a greenlet per request, so long-polls (?wait=) hold no thread (api/longpoll.py).
     start_bg api "$BIN/gunicorn" --bind "127.0.0.1:$PORT" --worker-class gevent --workers 2 \
-        --worker-connections 1000 --timeout 120 'app:create_app()'
+        --worker-connections 1000 --timeout 120 --access-logfile - 'app:create_app()'
     start_bg worker "$BIN/celery" -A workers.app worker -Q interactive,batch \
         -n "grader@%h" --loglevel INFO
     start_bg webhooks "$BIN/celery" -A workers.app worker -Q webhooks --pool threads \

@@ -115,17 +115,19 @@ def claim_try(db: Database, delivery_id: str, number: int, *, lease: float) -> T
 
 
 def finish_try(db: Database, taken: Try, *, status: DeliveryStatus, error: str,
-               retry_in: float | None, refused_under: str | None = None) -> None:
+               retry_in: float | None, refused_under: str | None = None) -> bool:
     """Record how a try ended and when the next one is due (None: no next). A refusal
-    records the fingerprint of the allow-list that refused it (``refused_under``)."""
+    records the fingerprint of the allow-list that refused it (``refused_under``). False
+    when the try was no longer the delivery's current one (nothing written)."""
     now = utcnow()
     due = now + timedelta(seconds=retry_in) if retry_in is not None else None
     with db.session() as s:
-        changed(s, update(Delivery).where(
+        return changed(s, update(Delivery).where(
             Delivery.id == taken.delivery_id, Delivery.status == DeliveryStatus.PENDING,
             Delivery.attempts == taken.number + 1,
         ).values(status=status, last_error=clip(error) or None, due_at=due, updated_at=now,
-                 refused_allow=refused_under if status == DeliveryStatus.REFUSED else None))
+                 refused_allow=refused_under if status == DeliveryStatus.REFUSED else None
+                 )) == 1
 
 
 def render(db: Database, taken: Try) -> tuple[bytes, str] | None:

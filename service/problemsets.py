@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, fields
 
 from celery import Celery
+from redis import Redis
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, defer
@@ -253,7 +254,7 @@ def publish_version(db: Database, tenant_id: int, problem_id: str, version: str)
 
 
 def go_live(db: Database, celery: Celery, settings: ServiceSettings, tenant_id: int,
-            problem_id: str, version: str, *, rejudge: bool = False
+            problem_id: str, version: str, *, rejudge: bool = False, redis: Redis
             ) -> tuple[Package, str | None, list[str]]:
     """:func:`publish_version`; with ``rejudge``, every submission of the problem graded
     on another version is put back in the queue against this one, its verdict kept for
@@ -265,7 +266,7 @@ def go_live(db: Database, celery: Celery, settings: ServiceSettings, tenant_id: 
     where = ((Submission.tenant_id == tenant_id) & (Submission.problem == problem_id)
              & (Submission.problem_version != version))
     rejudge_id, ids = rejudges.start_and_send(db, celery, settings, tenant_id, problem_id,
-                                              where, version)
+                                              where, version, redis=redis)
     return package, rejudge_id, ids
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from celery import Celery
+from redis import Redis
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -38,13 +39,14 @@ def start(s: Session, tenant_id: int, problem: str, where: Any,
 
 
 def start_and_send(db: Database, celery: Celery, settings: ServiceSettings, tenant_id: int,
-                   problem: str, where: Any, version: str | None = None
+                   problem: str, where: Any, version: str | None = None, *, redis: Redis
                    ) -> tuple[str, list[str]]:
     """:func:`start` in its own transaction, then the submissions published on the batch
     queue (those the broker does not take are left for the sweeper)."""
     with db.session() as s:
         rejudge_id, ids = start(s, tenant_id, problem, where, version)
-    dispatch(db, celery, [(i, BATCH) for i in ids], timeout=settings.publish_timeout_seconds)
+    dispatch(db, celery, [(i, BATCH) for i in ids], timeout=settings.publish_timeout_seconds,
+             redis=redis)
     return rejudge_id, ids
 
 

@@ -15,6 +15,7 @@ score, :mod:`service.scores`), so no stored verdict is left without them.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import uuid
@@ -24,11 +25,13 @@ from datetime import datetime
 from typing import Any, cast
 
 from celery import Celery
+from redis import Redis
+from redis.exceptions import RedisError
 from sqlalchemy import Table, bindparam, select, update
 from sqlalchemy.orm import Session
 
 from judge.report import VerdictReport
-from service import deliveries, scores
+from service import deliveries, metrics, scores
 from service.db import Database, changed, chunked, utcnow
 from service.leases import Lease
 from service.liveness import worker_name
@@ -60,6 +63,7 @@ class Claim:
     tenant_id: int = 0
     problem_version: str = ""  # the version it was submitted to (or rejudged against)
     sample_run: bool = False  # graded on the sample tests only
+    queue: str = ""  # the queue it came in on (a rejudge publishes on batch whatever it says)
 
     @property
     def lost(self) -> int:
@@ -80,9 +84,12 @@ def claim(db: Database, submission_id: str, *, stale_after: float) -> Claim | No
         tries = row.tries + 1
         taken = Claim(submission_id, row.attempt + 1, row.problem, row.code, tries,
                       row.failures, tuple(row.source_notes or ()), row.tenant_id,
-                      row.problem_version, bool(row.sample_run))
+                      row.problem_version, bool(row.sample_run), row.queue)
+        earlier = row.worker if row.status == LEASE.held else None
         if not LEASE.take(s, row, now=now, tries=tries):
             return None
+        if earlier is not None:  # its message came back before the sweeper saw it
+            log.info("submission %s: grading on %s lost, taken over", submission_id, earlier)
         _close_gradings(s, submission_id, "lost", now)
         s.add(Grading(submission_id=submission_id, attempt=taken.attempt,
                       worker=worker_name(), started_at=now))
@@ -114,10 +121,14 @@ def retry_later(db: Database, submission_id: str, attempt: int, *, delay: float,
 
 
 def requeue_lost(s: Session, submission_id: str, attempt: int, now: datetime) -> bool:
-    """The worker holding ``attempt`` is gone: back to the queue, its grading ``lost``."""
+    """The worker holding ``attempt`` is gone: back to the queue, its grading ``lost``
+    (and a line in the log that says so, naming the worker)."""
+    worker = s.scalar(select(Submission.worker).where(Submission.id == submission_id))
     moved = LEASE.release(s, submission_id, attempt)
     if moved:
         _close_gradings(s, submission_id, "lost", now)
+        log.info("submission %s: grading on %s lost, requeued", submission_id,
+                 worker or "an unknown worker", extra={"submission": submission_id})
     return moved
 
 
@@ -229,27 +240,43 @@ def mark_enqueued(db: Database, published: Sequence[tuple[str, int]]) -> None:
 
 
 def dispatch(db: Database, celery: Celery, items: Sequence[tuple[str, str]], *,
-             timeout: float) -> int:
+             timeout: float, redis: Redis) -> int:
     """Publish a grading task for each (id, queue) and record it, a chunk at a time;
     stops at the first broker failure (the rest stay unpublished, for the sweeper).
-    Returns how many went."""
+    Returns how many went. The only way a grading is published (the API, the pages, a
+    rejudge, the sweeper): each one waits from here in ``redis``'s index of waiting
+    submissions (:func:`service.metrics.await_grading`, written before it is published so
+    that a worker's claim always comes after), until a worker claims it."""
     sent = 0
     for part in chunked(items):
         with db.session() as s:
             attempts = dict(s.execute(select(Submission.id, Submission.attempt).where(
                 Submission.id.in_([sid for sid, _ in part]))).all())
+        going = [(sid, queue) for sid, queue in part if sid in attempts]
+        fresh = _await(redis, going)
         done: list[tuple[str, int]] = []
         try:
-            for sid, queue in part:
-                if sid not in attempts:
-                    continue
+            for sid, queue in going:
                 publish(celery, GRADE_TASK, [sid], queue=queue, timeout=timeout)
                 done.append((sid, attempts[sid]))
         except Exception as exc:  # kombu's OperationalError, redis' ConnectionError, OSError
             log.warning("broker unavailable, %d submission(s) left for the sweeper: %s",
                         len(items) - sent - len(done), exc)
             mark_enqueued(db, done)
+            published = {sid for sid, _ in done}
+            with contextlib.suppress(RedisError):
+                metrics.claimed(redis, [sid for sid in fresh if sid not in published])
             return sent + len(done)
         mark_enqueued(db, done)
         sent += len(done)
     return sent
+
+
+def _await(redis: Redis, items: Sequence[tuple[str, str]]) -> list[str]:
+    """:func:`service.metrics.await_grading`; Redis away loses the entries (the sweeper
+    adds them back), never the dispatch."""
+    try:
+        return metrics.await_grading(redis, items)
+    except RedisError as exc:
+        log.debug("waiting submissions not indexed: %s", exc)
+        return []

@@ -29,6 +29,7 @@ from judge.errors import SubmissionRejected
 from judge.intake import Source, decode_code
 from judge.notebook import read_notebook
 from judge.settings import Settings
+from service import logcontext
 from service.batchzip import read_batch_zip
 from service.db import Database, utcnow
 from service.library import Library, ProblemUnavailable
@@ -194,15 +195,23 @@ def submit(intake: Intake, new: NewSubmission,
     limit = intake.settings.max_metadata_bytes
     if new.metadata is not None and len(json.dumps(new.metadata)) > limit:
         raise Refused(422, "Unprocessable submission", f"metadata is over {limit} bytes as JSON")
-    row = Submission(
-        id=new_id(), tenant_id=new.tenant_id, problem=problem_id,
-        problem_version=version, student_id=new.student_id, code=code,
-        code_sha256=code_digest(code), source_notes=list(new.source_notes) or None,
-        callback_url=callback, meta=new.metadata,
-        idempotency_key=key, request_hash=new.fingerprint, queue=new.queue,
-        status=Status.QUEUED, enqueued=False, attempt=0, assignment_id=new.assignment_id,
-        sample_run=new.sample_run, received_at=new.received_at or utcnow(),
-    )
+    sid = new_id()
+    with logcontext.about(sid):
+        return _store_and_queue(intake, new, gate, Submission(
+            id=sid, tenant_id=new.tenant_id, problem=problem_id,
+            problem_version=version, student_id=new.student_id, code=code,
+            code_sha256=code_digest(code), source_notes=list(new.source_notes) or None,
+            callback_url=callback, meta=new.metadata,
+            idempotency_key=key, request_hash=new.fingerprint, queue=new.queue,
+            status=Status.QUEUED, enqueued=False, attempt=0,
+            assignment_id=new.assignment_id, sample_run=new.sample_run,
+            received_at=new.received_at or utcnow()))
+
+
+def _store_and_queue(intake: Intake, new: NewSubmission, gate: Gate | None,
+                     row: Submission) -> tuple[Submission, bool]:
+    """:func:`submit`'s second half, with the new row's id current in the log."""
+    key = new.idempotency_key
     try:
         with intake.db.session() as s:
             if gate is not None:
@@ -214,8 +223,10 @@ def submit(intake: Intake, new: NewSubmission,
             raise
         return found, True
     received(intake)
+    log.info("submission %s: received (problem %s, tenant %d, queue %s%s)", row.id,
+             row.problem, row.tenant_id, new.queue, ", sample run" if new.sample_run else "")
     dispatch(intake.db, intake.celery, [(row.id, new.queue)],
-             timeout=intake.settings.publish_timeout_seconds)
+             timeout=intake.settings.publish_timeout_seconds, redis=intake.redis)
     with intake.db.session() as s:
         stored = s.scalar(select(Submission).options(WITHOUT_CODE)
                           .where(Submission.id == row.id))
@@ -284,8 +295,13 @@ def submit_batch(intake: Intake, tenant_id: int, body: BatchCreate,
         s.add(batch)
         s.flush()
         s.add_all(rows)
+    log.info("batch %s: received, %d submission(s) of problem %s (tenant %d)", batch.id,
+             len(rows), problem_id, tenant_id)
+    for member in rows:
+        log.debug("submission %s: received in batch %s (student %s)", member.id, batch.id,
+                  member.student_id, extra={"submission": member.id})
     dispatch(intake.db, intake.celery, [(r.id, BATCH) for r in rows],
-             timeout=intake.settings.publish_timeout_seconds)
+             timeout=intake.settings.publish_timeout_seconds, redis=intake.redis)
     received(intake, len(rows))
     return batch.id
 

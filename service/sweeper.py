@@ -13,7 +13,9 @@
   (the operator changed ``JAXJUDGE_WEBHOOK_ALLOW`` since) are sent again, once per
   change (:func:`service.deliveries.reopen_allowed`);
 - builds of uploaded packages never published, due again, or whose worker was lost are
-  published (:func:`service.builds.builds_to_send`, the same lease as a grading's).
+  published (:func:`service.builds.builds_to_send`, the same lease as a grading's);
+- the index of waiting submissions behind ``jaxjudge_queue_oldest_seconds`` is mended
+  against the database (:func:`mend_waiting`).
 
 Every query pages through its rows (keyset pagination, ``page`` rows at a time), so a
 backlog of any size is found, and every statement binds at most ``MAX_BIND`` ids.
@@ -40,14 +42,17 @@ from redis import Redis
 from redis.exceptions import LockError, RedisError
 from sqlalchemy import and_, or_, select
 
-from service import builds, deliveries, submissions
+from service import builds, deliveries, metrics, submissions
 from service.db import Database, utcnow
 from service.models import Status, Submission
+from service.queue import GRADING_QUEUES
 from service.settings import ServiceSettings
 
 log = logging.getLogger(__name__)
 LOCK_KEY = "jaxjudge:sweeper"
 PAGE = 500
+MEND_PAGE = 100  # waiting submissions checked at a time, per queue
+MEND_PAGES = 20  # at most, per queue and round
 
 
 @dataclass(frozen=True)
@@ -112,15 +117,60 @@ def find_strays(db: Database, *, stale_after: float, requeue_after: float,
                      find_stale(db, requeue_after=requeue_after, page=page))
 
 
-def sweep(db: Database, celery: Celery, settings: ServiceSettings) -> SweepPlan:
+def mend_waiting(db: Database, redis: Redis, *, page: int = MEND_PAGE,
+                 pages: int = MEND_PAGES) -> int:
+    """Make the index of waiting submissions (:func:`service.metrics.await_grading`)
+    agree with the database where ``/metrics`` reads it, its longest waits; how many
+    entries were added or removed. Per grading queue:
+
+    - the ``page`` queued, published submissions published longest ago that wait on no
+      queue's set (Redis lost the write, or its data) are added, from when they were
+      last published (``queued_at``);
+    - from the longest wait up, entries whose submission is not ``queued`` (a claim's
+      removal that Redis lost, a deleted submission) are removed, ``page`` at a time,
+      until the longest wait is one that holds (or ``pages`` pages were read: the rest
+      next round).
+
+    A worker claiming a submission between the read and the write can leave one
+    entry wrong until the next round."""
+    mended = 0
+    for queue in GRADING_QUEUES:
+        with db.session() as s:
+            rows = s.execute(
+                select(Submission.id, Submission.queued_at)
+                .where(Submission.status == Status.QUEUED, Submission.enqueued.is_(True),
+                       Submission.queue == queue, Submission.queued_at.is_not(None))
+                .order_by(Submission.queued_at).limit(page)).all()
+        if rows:
+            present = metrics.waiting_anywhere(redis, [sid for sid, _ in rows])
+            missing = {sid: at.timestamp() for sid, at in rows
+                       if sid not in present and at is not None}
+            mended += metrics.wait_since(redis, queue, missing)
+        for _ in range(pages):
+            ids = [sid for sid, _ in metrics.waiting_page(redis, queue, 0, page)]
+            if not ids:
+                break
+            with db.session() as s:
+                waiting = set(s.scalars(select(Submission.id).where(
+                    Submission.id.in_(ids), Submission.status == Status.QUEUED)))
+            gone = [sid for sid in ids if sid not in waiting]
+            metrics.claimed(redis, gone)
+            mended += len(gone)
+            if len(gone) < len(ids) or len(ids) < page:
+                break  # the longest wait left is a submission that waits
+    return mended
+
+
+def sweep(db: Database, celery: Celery, redis: Redis, settings: ServiceSettings) -> SweepPlan:
     """Requeue lost gradings, publish unpublished and stale submissions, resend overdue
     delivery tries (webhooks and LTI scores), send again what an earlier allow-list
-    refused."""
+    refused, mend the index of waiting submissions."""
     plan = find_strays(db, stale_after=settings.stale_after_seconds,
                        requeue_after=settings.requeue_after_seconds)
     todo = plan.unpublished + plan.stale
     if todo:
-        submissions.dispatch(db, celery, todo, timeout=settings.publish_timeout_seconds)
+        submissions.dispatch(db, celery, todo, timeout=settings.publish_timeout_seconds,
+                             redis=redis)
     resent = deliveries.resend_overdue(db, celery, timeout=settings.publish_timeout_seconds,
                                        grace=settings.stale_after_seconds,
                                        resend_after=settings.requeue_after_seconds)
@@ -133,11 +183,16 @@ def sweep(db: Database, celery: Celery, settings: ServiceSettings) -> SweepPlan:
                                      timeout=settings.publish_timeout_seconds,
                                      resend_after=settings.requeue_after_seconds):
             break
-    if plan.lost or todo or resent or allowed or sent:
+    try:
+        mended = mend_waiting(db, redis)
+    except RedisError as exc:  # the next round mends it
+        log.debug("waiting submissions not mended: %s", exc)
+        mended = 0
+    if plan.lost or todo or resent or allowed or sent or mended:
         log.info("sweep: %d lost, %d unpublished, %d stale, %d delivery tries resent, "
-                 "%d refused deliveries sent again under the allow-list, %d builds sent",
-                 len(plan.lost), len(plan.unpublished), len(plan.stale), resent, allowed,
-                 len(sent))
+                 "%d refused deliveries sent again under the allow-list, %d builds sent, "
+                 "%d waiting-index entries mended", len(plan.lost), len(plan.unpublished),
+                 len(plan.stale), resent, allowed, len(sent), mended)
     return plan
 
 
@@ -180,7 +235,7 @@ def run(db: Database, celery: Celery, redis: Redis, settings: ServiceSettings,
             rounds += 1
             try:
                 if leadership.hold():
-                    sweep(db, celery, settings)
+                    sweep(db, celery, redis, settings)
                     log.debug("round %d: swept", rounds)
                 else:
                     log.debug("round %d: standing by, another process sweeps", rounds)

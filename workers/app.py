@@ -8,6 +8,11 @@ or ``batch``) checks in its main process, before any pool process exists, that i
 sandbox isolates, and refuses to start otherwise (:mod:`workers.isolation`). Each prefork
 child builds its own context after the fork (database connections and the warm pool
 must not cross a fork). The sweeper is a process of its own (``python -m workers.sweeper``).
+
+Every line a worker logs says which submission it is about (``submission=<id>``, or
+``-``: :mod:`service.logcontext`): a grading task's id is current from its prerun signal
+to its postrun, so Celery's own lines about the task (its result, its failure) carry it
+too; a delivery's submission is current once its try is claimed.
 """
 
 from __future__ import annotations
@@ -16,11 +21,20 @@ import logging
 from typing import Any
 
 from celery import Task, bootsteps
-from celery.signals import worker_process_init, worker_process_shutdown
+from celery.signals import (
+    after_setup_logger,
+    after_setup_task_logger,
+    task_postrun,
+    task_prerun,
+    worker_process_init,
+    worker_process_shutdown,
+)
+from celery.utils.log import get_multiprocessing_logger
 
 from judge.errors import SandboxError
 from judge.sandbox import backend
 from judge.settings import Settings, load
+from service import logcontext
 from service.queue import (
     BUILD_TASK,
     DELIVER_TASK,
@@ -37,6 +51,11 @@ from workers.isolation import Refused, grading_sandbox
 log = logging.getLogger(__name__)
 _settings = load(ServiceSettings)  # a bad JAXJUDGE_* value: one line, exit 2
 app = make_celery(_settings)
+app.conf.worker_log_format = ("[%(asctime)s: %(levelname)s/%(processName)s] "
+                              "submission=%(submission)s %(message)s")
+app.conf.worker_task_log_format = ("[%(asctime)s: %(levelname)s/%(processName)s] "
+                                   "submission=%(submission)s %(task_name)s[%(task_id)s]: "
+                                   "%(message)s")
 _context: Context | None = None
 _sandbox: str | None = None  # the backend the main process resolved; children inherit it
 
@@ -73,6 +92,32 @@ class SandboxCheck(bootsteps.Step):
 app.steps["worker"].add(SandboxCheck)
 
 
+@after_setup_logger.connect
+def _logs_name_submissions(logger: logging.Logger, **_: Any) -> None:
+    """The handlers Celery made with :data:`worker_log_format` (the root's, and the
+    multiprocessing logger's, which uses the same format) get the filter that fills
+    ``%(submission)s``."""
+    logcontext.install(logger)
+    logcontext.install(get_multiprocessing_logger())
+
+
+@after_setup_task_logger.connect
+def _task_logs_name_submissions(logger: logging.Logger, **_: Any) -> None:
+    logcontext.install(logger)
+
+
+@task_prerun.connect
+def _task_started(task: Task, args: tuple[Any, ...] | None = None, **_: Any) -> None:
+    """A grading task's submission is current while it runs; any other task starts with
+    none (a delivery names its own once it has claimed a try)."""
+    logcontext.set_current(str(args[0]) if task.name == GRADE_TASK and args else None)
+
+
+@task_postrun.connect
+def _task_ended(**_: Any) -> None:
+    logcontext.set_current(None)
+
+
 @worker_process_init.connect
 def _child_started(**_: Any) -> None:
     """Warm the sandbox pool in each grading child as soon as it exists."""
@@ -92,7 +137,7 @@ def _child_stopping(**_: Any) -> None:
 
 @app.task(name=GRADE_TASK, bind=True)
 def grade(self: Task, submission_id: str) -> str:
-    return grading.run(context(), app, submission_id)
+    return grading.run(context(), app, submission_id, task_id=self.request.id)
 
 
 @app.task(name=BUILD_TASK, bind=True, soft_time_limit=_settings.build_time_limit_seconds,

@@ -72,7 +72,8 @@ def run(ctx: Context, version_id: str) -> str:
         why = postpone_or_give_up(
             ctx.settings, f"build {version_id}", taken.failures, reason,
             lambda delay: postpone_build(ctx.db, version_id, taken.attempt, delay=delay,
-                                         error=f"waiting for the sandbox: {reason}"))
+                                         error=f"waiting for the sandbox: {reason}"),
+            redis=ctx.redis)
         if why is None:
             return "postponed"
         data, error, weak = None, why, []

@@ -6,6 +6,7 @@ pool's child), and announced to Redis every heartbeat so that ``/readyz`` and
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import logging
 import threading
 from collections.abc import Callable, Iterator
@@ -109,7 +110,9 @@ class Context:
                 except Exception as exc:
                     log.warning("heartbeat of %s failed: %s", what, exc)
 
-        threading.Thread(target=loop, name="jaxjudge-beat", daemon=True).start()
+        # In a copy of this context: its lines name the submission being graded.
+        threading.Thread(target=contextvars.copy_context().run, args=(loop,),
+                         name="jaxjudge-beat", daemon=True).start()
         try:
             yield
         finally:

@@ -38,17 +38,22 @@ own backoff and number of tries (``webhook_*``).
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
+
+from redis.exceptions import RedisError
 
 from lti import ags
 from lti.tokens import Tokens, authorized
-from service import scores
+from service import logcontext, metrics, scores
 from service.backoff import backoff
-from service.deliveries import LTI_SCORE, Try, claim_try, finish_try, render
+from service.deliveries import LTI_SCORE, OVER, Try, claim_try, finish_try, render
 from service.models import DeliveryStatus
 from service.outbound import Outcome, allow_key
 from service.webhooks import deliver, sign
 from workers.context import Context
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -70,13 +75,14 @@ def attempt(ctx: Context, delivery_id: str, try_no: int) -> float | None:
     taken = claim_try(ctx.db, delivery_id, try_no, lease=lease)
     if taken is None:
         return None  # a duplicate message, or the delivery is over
-    if taken.kind == LTI_SCORE:
-        sent = send_grade(ctx, taken)
-        tries, base = settings.lti_max_attempts, settings.lti_backoff_seconds
-    else:
-        sent = send_webhook(ctx, taken)
-        tries, base = settings.webhook_max_attempts, settings.webhook_backoff_seconds
-    return record(ctx, taken, sent, tries=tries, base=base)
+    with logcontext.about(taken.submission_id):
+        if taken.kind == LTI_SCORE:
+            sent = send_grade(ctx, taken)
+            tries, base = settings.lti_max_attempts, settings.lti_backoff_seconds
+        else:
+            sent = send_webhook(ctx, taken)
+            tries, base = settings.webhook_max_attempts, settings.webhook_backoff_seconds
+        return record(ctx, taken, sent, tries=tries, base=base)
 
 
 def send_grade(ctx: Context, taken: Try) -> Sent | None:
@@ -131,6 +137,19 @@ def record(ctx: Context, taken: Try, sent: Sent | None, *, tries: int,
     else:
         status = DeliveryStatus.REFUSED if result.refused else DeliveryStatus.FAILED
     delay = backoff(made, base) if again else None
-    finish_try(ctx.db, taken, status=status, error=result.error, retry_in=delay,
-               refused_under=allow_key(ctx.settings.webhook_allow))
+    ended = finish_try(ctx.db, taken, status=status, error=result.error, retry_in=delay,
+                       refused_under=allow_key(ctx.settings.webhook_allow))
+    if ended and status in OVER:
+        _given_up(ctx, taken, status, result.error)
     return delay
+
+
+def _given_up(ctx: Context, taken: Try, status: DeliveryStatus, error: str) -> None:
+    """The round ended undelivered: a line in the log, and one more
+    ``jaxjudge_deliveries_failed_total`` of its kind (what a deployment alerts on)."""
+    log.warning("delivery %s (%s) of submission %s %s after try %d: %s", taken.delivery_id,
+                taken.kind, taken.submission_id, status.value, taken.number + 1, error)
+    try:
+        metrics.count_delivery_failed(ctx.redis, taken.kind)
+    except RedisError as exc:
+        log.debug("failed delivery not counted: %s", exc)

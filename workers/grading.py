@@ -15,6 +15,7 @@ A requeue stores no report, so it sends no webhook.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 
 from celery import Celery
@@ -25,7 +26,7 @@ from judge.errors import JudgeError, ProblemError, ProblemNotFound, SandboxError
 from judge.grading import grade, internal_error
 from judge.problem import Problem
 from judge.report import VerdictReport
-from service import longpoll, metrics
+from service import logcontext, longpoll, metrics
 from service.models import Submission
 from service.queue import send_delivery
 from service.submissions import Claim, Stored, claim, heartbeat, retry_later, store
@@ -43,28 +44,63 @@ class Unavailable:
     problem: Problem | str
 
 
-def run(ctx: Context, celery: Celery, submission_id: str) -> str:
-    """Grade ``submission_id`` if it is ours to grade; returns what happened."""
+def run(ctx: Context, celery: Celery, submission_id: str, *, task_id: str | None = None) -> str:
+    """Grade ``submission_id`` if it is ours to grade; returns what happened. Logs a
+    line when it is claimed and one when it ends (verdict, postponed, superseded or
+    skipped); ``task_id`` (Celery's) ties Celery's lines about the task to them. Every
+    line logged meanwhile names the submission (:mod:`service.logcontext`)."""
+    with logcontext.about(submission_id):
+        return _run(ctx, celery, submission_id, task_id)
+
+
+def _run(ctx: Context, celery: Celery, submission_id: str, task_id: str | None) -> str:
+    started = time.monotonic()
     taken = claim(ctx.db, submission_id, stale_after=ctx.settings.stale_after_seconds)
+    _waits_no_longer(ctx, submission_id)
     if taken is None:
+        log.info("submission %s: skipped, not ours to grade (done, or graded by a live "
+                 "worker)", submission_id)
         return "skipped"
+    log.info("submission %s: claimed by worker %s (attempt %d, problem %s, queue %s%s)",
+             submission_id, ctx.name, taken.attempt, taken.problem, taken.queue,
+             f", task {task_id}" if task_id else "")
     result = _report(ctx, taken)
     if isinstance(result, Unavailable):
         reason = result.reason
         why = postpone_or_give_up(
             ctx.settings, f"grading {submission_id}", taken.failures, reason,
             lambda delay: retry_later(ctx.db, submission_id, taken.attempt, delay=delay,
-                                      error=reason))
+                                      error=reason), redis=ctx.redis)
         if why is None:
+            log.info("submission %s: postponed after %.0f ms (the sandbox is unavailable)",
+                     submission_id, _ms(started))
             return "postponed"
         result = internal_error(result.problem, why, ctx.judge)
     if taken.source_notes:  # the report says what was removed from the notebook
         result = result.model_copy(update={"source_notes": list(taken.source_notes)})
     stored = store(ctx.db, submission_id, taken.attempt, result)
     if stored is None:
+        log.info("submission %s: %s in %.0f ms, superseded (attempt %d is no longer "
+                 "current: a rejudge, or taken over)", submission_id, result.verdict.value,
+                 _ms(started), taken.attempt)
         return "superseded"
+    log.info("submission %s: %s in %.0f ms (score %g of %g)", submission_id,
+             result.verdict.value, _ms(started), result.score, result.max_score)
     _after_store(ctx, celery, submission_id, result, stored)
     return "stored"
+
+
+def _ms(since: float) -> float:
+    return (time.monotonic() - since) * 1000
+
+
+def _waits_no_longer(ctx: Context, submission_id: str) -> None:
+    """Out of the index of waiting submissions: claimed now, or not ours to grade (done,
+    or graded elsewhere) either way (the sweeper mends a removal Redis missed)."""
+    try:
+        metrics.claimed(ctx.redis, [submission_id])
+    except RedisError as exc:
+        log.debug("waiting index not updated: %s", exc)
 
 
 def _report(ctx: Context, taken: Claim) -> VerdictReport | Unavailable:

@@ -15,6 +15,7 @@ from typing import Any
 from redis import Redis
 
 from judge.settings import load
+from service import logcontext
 from service.db import Database
 from service.queue import make_celery
 from service.settings import ServiceSettings
@@ -27,8 +28,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--loglevel", default="INFO",
                         choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     args = parser.parse_args(argv)
-    logging.basicConfig(level=args.loglevel,
-                        format="[%(asctime)s: %(levelname)s/sweeper] %(message)s")
+    logging.basicConfig(level=args.loglevel, format="[%(asctime)s: %(levelname)s/sweeper] "
+                        "submission=%(submission)s %(message)s")
+    logcontext.install(logging.getLogger())
     stop = threading.Event()
 
     def stopping(*_: Any) -> None:

@@ -327,7 +327,8 @@ def test_strays_past_the_first_page_are_all_found(
     redis_server.client().delete("interactive")
     settings = make_settings(any_database_url, redis_server.url)
     with bound_ids(db) as most:
-        assert dispatch(db, make_celery(settings), plan.stale, timeout=1) == 600
+        assert dispatch(db, make_celery(settings), plan.stale, timeout=1,
+                        redis=redis_server.client()) == 600
     assert most[0] <= MAX_BIND + 20  # the ids, and the values the statement sets
     assert len(published(redis_server, "interactive")) == 600
     assert find_strays(db, stale_after=30, requeue_after=3600).stale == []
@@ -378,7 +379,7 @@ def test_a_sweep_requeues_publishes_and_resends(
     add(db, "unpublished", enqueued=False, queued_at=None)
     settings = make_settings(any_database_url, redis_server.url)
     redis_server.client().delete("interactive")
-    plan = sweep(db, make_celery(settings), settings)
+    plan = sweep(db, make_celery(settings), redis_server.client(), settings)
     assert plan.unpublished == [("unpublished", "interactive")]
     assert published(redis_server, "interactive") == [("jaxjudge.grade", ["unpublished"])]
     assert row(db, "unpublished").enqueued

@@ -221,7 +221,7 @@ def _requeue(where: Any, queue: str) -> int:
     with svc.db.session() as s:
         ids = rejudge(s, where)
     dispatch(svc.db, svc.celery, [(i, queue) for i in ids],
-             timeout=svc.settings.publish_timeout_seconds)
+             timeout=svc.settings.publish_timeout_seconds, redis=svc.redis)
     return len(ids)
 
 

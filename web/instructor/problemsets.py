@@ -149,7 +149,7 @@ def make_live(name: str, slug: str, version: str) -> ResponseReturnValue:
     try:
         problemsets.go_live(svc.db, svc.celery, svc.settings, who.tenant_id,
                             package.problem, version,
-                            rejudge=bool(request.form.get("rejudge")))
+                            rejudge=bool(request.form.get("rejudge")), redis=svc.redis)
     except Refused as exc:
         return _version(name, slug, version, exc.detail), exc.status
     return redirect(url_for("instructor.version_page", name=name, slug=slug,
