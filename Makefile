@@ -3,7 +3,7 @@ PYTHON ?= python3.11
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: install engine sandbox-image services lint test screenshots test-fast verify bench up down clean
+.PHONY: install engine sandbox-image services lint test compose-check screenshots test-fast verify bench up down clean
 
 install: $(BIN)/jaxjudge web/static/dist/editor.js
 
@@ -39,7 +39,7 @@ down:
 	bash scripts/service.sh down
 
 lint: install
-	$(BIN)/ruff check judge app api web lti workers service tools tests bench
+	$(BIN)/ruff check judge app api web lti workers service tools tests bench scripts
 	$(BIN)/lint-imports
 	$(BIN)/mypy
 	$(BIN)/python -m tools.k8s_validate
@@ -50,6 +50,12 @@ test: lint services
 	$(BIN)/jaxjudge verify --strict
 	$(BIN)/pytest
 	JAXJUDGE_SECURITY_SANDBOX=docker $(BIN)/pytest tests/security --deselect tests/security/test_zygote.py
+	bash scripts/compose-check.sh
+
+# compose.yaml for real: two worker containers, one killed mid-batch, TLS, backup and
+# restore (docker/README.md, "The compose check").
+compose-check: sandbox-image
+	bash scripts/compose-check.sh
 
 # The browser tests, copying one current picture of each page into docs/screenshots/.
 screenshots: install services

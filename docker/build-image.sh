@@ -8,15 +8,14 @@
 #   DOCKER_DEFAULT_SECCOMP  the engine's default seccomp profile (JSON); default: taken
 #               from Debian's golang-github-docker-docker-dev of the engine's version
 #
-# Where the base cannot be pulled (no registry), the base is made with debootstrap
-# (Debian 12 minbase + python3) and `docker import`, once. The host's pip settings (CA
+# Where the base cannot be pulled (no registry), docker/base-image.sh makes one with
+# debootstrap (Debian 12 minbase + python3) and `docker import`, once. The host's pip settings (CA
 # bundle at $PIP_CERT, $PIP_INDEX_URL, $PIP_EXTRA_INDEX_URL) reach only the build stage.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 IMAGE=${IMAGE:-jaxjudge-sandbox:latest}
 BASE_IMAGE=${BASE_IMAGE:-python:3.11-slim-bookworm}
-LOCAL_BASE=jaxjudge-base:bookworm
 PYTHON=${PYTHON:-.venv/bin/python}
 HARNESS_VERSION=$(sed -n 's/^HARNESS_VERSION = "\(.*\)"$/\1/p' judge/harness/__init__.py)
 HARNESS_DIGEST=$("$PYTHON" -m judge.sandbox.image)
@@ -26,22 +25,12 @@ docker info >/dev/null 2>&1 || { echo "build-image: no Docker engine answers (se
 
 base=$BASE_IMAGE
 if ! docker image inspect "$base" >/dev/null 2>&1 && ! docker pull -q "$base" >/dev/null 2>&1; then
-    base=$LOCAL_BASE
-    if ! docker image inspect "$base" >/dev/null 2>&1; then
-        command -v debootstrap >/dev/null || { echo "build-image: no registry and no debootstrap" >&2; exit 1; }
-        mirror=${MIRROR:-$(sed -n 's/^URIs: \(http[^ ]*debian\)$/\1/p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -1)}
-        mirror=${mirror:-http://deb.debian.org/debian}
-        rootfs=$(mktemp -d)
-        trap 'rm -rf "$rootfs"' EXIT
-        echo "build-image: no registry; debootstrapping Debian 12 from $mirror (about 45 s)"
-        debootstrap --variant=minbase --include=python3,python3-venv bookworm "$rootfs" "$mirror" >/dev/null
-        rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
-        tar -C "$rootfs" -c . | docker import -c 'ENV LANG=C.UTF-8' - "$base" >/dev/null
-    fi
+    echo "build-image: $base cannot be pulled (no registry); using the debootstrapped base" >&2
+    base=$(docker/base-image.sh)
 fi
 
 ctx=$(mktemp -d)
-trap 'rm -rf "$ctx" ${rootfs:+"$rootfs"}' EXIT
+trap 'rm -rf "$ctx"' EXIT
 cp docker/sandbox.Dockerfile "$ctx/Dockerfile"
 cp docker/sandbox-requirements.txt "$ctx/"
 mkdir -p "$ctx/src/judge" "$ctx/pip"
@@ -70,7 +59,7 @@ if [ -z "$default" ]; then
     version=$(dpkg-query -W -f '${source:Version}' docker.io 2>/dev/null || true)
     [ -n "$version" ] || { echo "build-image: the engine is not Debian's docker.io; set DOCKER_DEFAULT_SECCOMP to its default seccomp profile" >&2; exit 1; }
     pkg=$(mktemp -d)
-    trap 'rm -rf "$ctx" "$pkg" ${rootfs:+"$rootfs"}' EXIT
+    trap 'rm -rf "$ctx" "$pkg"' EXIT
     (cd "$pkg" && apt-get download -q "golang-github-docker-docker-dev=$version" >/dev/null 2>&1) \
         || { echo "build-image: could not download golang-github-docker-docker-dev=$version (the engine's default seccomp profile)" >&2; exit 1; }
     dpkg-deb -x "$pkg"/*.deb "$pkg/x"

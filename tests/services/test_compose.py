@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+from pathlib import PurePosixPath
 from typing import Any
 
 import pytest
@@ -25,16 +26,21 @@ def services() -> dict[str, Any]:
     return found
 
 
+REQUIRED = "set-by-the-operator"
+
+
 def environment(service: dict[str, Any]) -> dict[str, str]:
-    """The service's environment as compose gives it with no variables set: each
-    ``${NAME:-default}`` is its default, ``${NAME}`` is empty."""
+    """The service's environment as compose gives it with only the required variables
+    set: each ``${NAME:-default}`` is its default, ``${NAME}`` is empty, and a required
+    ``${NAME:?message}`` is what the operator set (``REQUIRED``)."""
     env = service.get("environment") or {}
     if isinstance(env, list):
         env = dict(item.split("=", 1) for item in env)
 
     def resolve(value: object) -> str:
+        value = re.sub(r"\$\{[A-Za-z_][A-Za-z0-9_]*:?\?[^}]*\}", REQUIRED, str(value))
         return re.sub(r"\$\{[A-Za-z_][A-Za-z0-9_]*(?::?-([^}]*))?\}",
-                      lambda m: m.group(1) or "", str(value))
+                      lambda m: m.group(1) or "", value)
 
     return {name: resolve(value) for name, value in env.items()}
 
@@ -90,3 +96,34 @@ def test_every_grading_worker_grades_in_the_zygote_sandbox(
         # PID namespace, children are accounted in their containers' groups.
         assert f"/sys/fs/cgroup:{judge.cgroup_root}:ro" in service["volumes"]
         assert judge.zygote_accounting == "container"
+
+
+def test_every_service_container_shares_one_required_secret_and_keeps_var_in_its_tmpfs(
+        services: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pages and LTI need a secret that every API process and worker shares (it
+    encrypts the LTI keys in the database and signs launch links): compose refuses to
+    start without one, and no container is left to make its own on a read-only root.
+    ``var`` (the packages cache) is under the tmpfs, and every JAXJUDGE_ name is a
+    setting the service or the judge reads (a misspelt one would be ignored)."""
+    text = (REPO_ROOT / "compose.yaml").read_text()
+    assert re.search(r"JAXJUDGE_SECRET_KEY: \$\{JAXJUDGE_SECRET_KEY:\?", text)
+    known = {f"JAXJUDGE_{name.upper()}" for name in
+             (*ServiceSettings.model_fields, *Settings.model_fields)}
+    image = {name for name, s in services.items() if s.get("image") == "jaxjudge-service:latest"}
+    assert {"api", "worker", "webhooks", "sweeper", "migrate"} <= image
+    for name in image:
+        env = environment(services[name])
+        assert set(n for n in env if n.startswith("JAXJUDGE_")) <= known, name
+        assert env["JAXJUDGE_SECRET_KEY"] == REQUIRED, name
+        for variable in list(os.environ):
+            if variable.startswith("JAXJUDGE_"):
+                monkeypatch.delenv(variable)
+        for variable, value in env.items():
+            monkeypatch.setenv(variable, value)
+        settings = ServiceSettings()
+        assert settings.secret_key == REQUIRED
+        assert services[name].get("read_only") is True, name
+        assert any(settings.var.is_relative_to(mount) for mount in
+                   map(PurePosixPath, services[name].get("tmpfs", []))), name
+        assert settings.packages_dir.is_relative_to(settings.var), name
+        assert settings.database_url.startswith("postgresql"), name
