@@ -99,7 +99,12 @@ def run_with_probes(problem: Problem, code: str, tests: list[tuple[str, dict[str
     for position, slot in enumerate(slots):
         exported = runs.get(slot.export.index)
         if exported is not None and exported.status == "ok" and exported.exported is not None:
-            request = slot.program.model_copy(update={"program": exported.exported.program})
+            # The outputs' paths are the export's: the values are checked by them, so a
+            # layout out_specs gives a path is the one asked of the value checked there.
+            request = slot.program.model_copy(update={
+                "program": exported.exported.program,
+                "out_paths": exported.exported.paths if slot.program.out_specs is not None
+                else None})
             programs.append(JobTest(index=position, args=slot.values, kinds=slot.kinds,  # type: ignore[arg-type]
                                     hidden=slot.export.hidden, program=request))
     ran: dict[int, TestRun] = {}

@@ -47,8 +47,8 @@ def requests(spec: ProbeSpec, arg_names: list[str], kinds: list[str],
              args: dict[str, Any]) -> tuple[ExportRequest, list[dict[str, Any]],
                                             ProgramRequest, list[dict[str, Any]], list[str]]:
     """For one probe on one test: the export request and its args (avals and static
-    values), and the program request (without its program) with the traced args' real
-    values and kinds. ValueError for a probe that does not fit the entry point (a problem
+    values), and the program request (without its program and its outputs' paths, which
+    the export gives) with the traced args' real values and kinds. ValueError for a probe that does not fit the entry point (a problem
     bug, found by ``jaxjudge build``)."""
     unknown = [n for n in [*spec.static, *spec.in_specs, *spec.in_axes,
                            *(a for a in spec.argnums if isinstance(a, str))]
@@ -81,6 +81,9 @@ def requests(spec: ProbeSpec, arg_names: list[str], kinds: list[str],
             raise ValueError(f"probe {spec.name!r}: argnums names {a!r}, which is not a "
                              "traced argument")
         argnums.append(traced.index(str(name)))
+    # The outputs' layouts go to both: the trace exports jax.jit with them as its
+    # out_shardings, and the clean run checks the program it gets declares them.
+    out_specs = spec.out_spec_list() if spec.out_specs is not None and mesh else None
     export = ExportRequest(transform=spec.transform, argnums=argnums,
                            in_axes=[spec.in_axes.get(n, 0) for n in traced]
                            if spec.transform == "vmap" else [],
@@ -90,7 +93,8 @@ def requests(spec: ProbeSpec, arg_names: list[str], kinds: list[str],
                            # out its inputs itself (unless the probe hands them over on the
                            # mesh); one on a fixed mesh is handed them laid out.
                            traced_layout=spec.mesh is not None and (
-                               spec.mesh.shape is not None or spec.mesh.inputs_on_mesh))
+                               spec.mesh.shape is not None or spec.mesh.inputs_on_mesh),
+                           out_specs=out_specs)
     program = ProgramRequest(program="", transform=spec.transform, mesh=on_test,
-                             specs=traced_specs if mesh else None)
+                             specs=traced_specs if mesh else None, out_specs=out_specs)
     return export, export_args, program, values, value_kinds

@@ -35,9 +35,10 @@ import re
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, model_validator
+from typing_extensions import TypeAliasType
 
 from judge.checkers import Checker, get_checker
-from judge.sandbox.protocol import MemoryStats, SpecTree, Transform
+from judge.sandbox.protocol import MAX_OUT_SPECS, MemoryStats, OutSpec, SpecTree, Transform
 from judge.values import Value
 
 Slug = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]*$", max_length=80)]
@@ -47,6 +48,12 @@ Collectives = Literal["all-reduce", "all-gather", "reduce-scatter", "all-to-all"
 # fresh_outputs: output bytes not written over donated inputs (what donation saves).
 MemoryMetric = Literal["arguments", "outputs", "temporaries", "total", "fresh_outputs"]
 SpecEntry = str | None | list[str]
+# out_specs: a PartitionSpec (a list), or a mapping from an output's keys, or positions in
+# a list or tuple it returns (integers), to more of them: a prefix of the output's tree.
+OutSpecTree = TypeAliasType(
+    "OutSpecTree", "Annotated[list[SpecEntry], Field(max_length=64)] "
+    "| dict[Annotated[str, Field(max_length=100)] | StrictInt, OutSpecTree]")
+MAX_OUT_DEPTH = 8
 OP_NAME = re.compile(r"^[a-z_][a-z0-9_.]*$")
 
 
@@ -146,6 +153,10 @@ class ProbeSpec(_Model):
     in_specs: dict[Name, SpecTree] = Field(
         default_factory=dict, description="Each traced array's PartitionSpec on the mesh "
         "(default: replicated); for an argument that is a dict of arrays, a dict of them.")
+    out_specs: OutSpecTree | None = Field(
+        default=None, description="The outputs' PartitionSpecs on the mesh, given to jax.jit "
+        "as out_shardings: one for every output, or a tree of them that is a prefix of the "
+        "output's (dict keys; positions in a list or tuple as integer keys).")
     tests: list[Slug] | None = Field(default=None, description="Default: every test.")
     values: bool = Field(default=True, description="Check the program's outputs on the "
                          "test's inputs against the reference's.")
@@ -165,11 +176,61 @@ class ProbeSpec(_Model):
                              "jacobian")
         if self.in_axes and self.transform != "vmap":
             raise ValueError(f"probe {self.name!r}: in_axes is for vmap")
-        if (self.in_specs or self.collectives) and self.mesh is None:
-            raise ValueError(f"probe {self.name!r}: in_specs and collectives need a mesh")
-        if self.transform == "eval_shape" and (self.collectives or self.memory or self.flops):
+        if (self.in_specs or self.collectives or self.out_specs is not None) \
+                and self.mesh is None:
+            raise ValueError(f"probe {self.name!r}: in_specs, out_specs and collectives need "
+                             "a mesh")
+        if self.transform == "eval_shape" and (self.collectives or self.memory or self.flops
+                                               or self.out_specs is not None):
             raise ValueError(f"probe {self.name!r}: eval_shape compiles nothing to inspect")
+        if self.out_specs is not None:
+            if self.transform == "own_jit":
+                raise ValueError(f"probe {self.name!r}: out_specs is for the jit the judge "
+                                 "composes; own_jit keeps the submission's own out_shardings")
+            if not self.values:
+                # Each output is given its layout by the key path its value is checked at
+                # (judge.harness.program.out_layouts): unchecked values, unchecked paths.
+                raise ValueError(f"probe {self.name!r}: out_specs needs values: true (each "
+                                 "output's layout is matched to it by the key path its "
+                                 "value is checked at)")
+            axes = self.mesh.axes if self.mesh is not None else []
+            for out in self.out_spec_list():
+                where = f"probe {self.name!r}: out_specs{out.prefix or ''}"
+                named = [a for e in out.spec for a in ([e] if isinstance(e, str) else e or [])]
+                unknown = [a for a in named if a not in axes]
+                if unknown:
+                    raise ValueError(f"{where} names {unknown[0]!r}, which is not an axis of "
+                                     f"the mesh ({', '.join(axes)})")
+                if len(set(named)) != len(named):
+                    raise ValueError(f"{where} uses a mesh axis twice")
         return self
+
+    def out_spec_list(self) -> list[OutSpec]:
+        """``out_specs`` as the harness takes it: each PartitionSpec with the key path
+        prefix (as :func:`jax.tree_util.keystr` writes it) of the outputs it lays out;
+        ValueError for a tree that is empty somewhere, too deep or too large."""
+        found: list[OutSpec] = []
+
+        def walk(node: Any, prefix: str, depth: int) -> None:
+            if depth > MAX_OUT_DEPTH:
+                raise ValueError(f"probe {self.name!r}: out_specs is nested more than "
+                                 f"{MAX_OUT_DEPTH} deep")
+            if isinstance(node, dict):
+                if not node:
+                    raise ValueError(f"probe {self.name!r}: out_specs{prefix} is an empty "
+                                     "mapping, which lays out nothing")
+                for key, child in node.items():
+                    walk(child, prefix + (f"[{key}]" if isinstance(key, int)
+                                          else f"[{key!r}]"), depth + 1)
+                return
+            if len(found) >= MAX_OUT_SPECS:
+                raise ValueError(f"probe {self.name!r}: out_specs gives more than "
+                                 f"{MAX_OUT_SPECS} layouts")
+            found.append(OutSpec(prefix=prefix, spec=list(node)))
+
+        if self.out_specs is not None:
+            walk(self.out_specs, "", 0)
+        return found
 
     def summary(self) -> list[str]:
         """What the probe does and checks, in lines for a student (``jaxjudge show``): the
@@ -192,6 +253,10 @@ class ProbeSpec(_Model):
         if self.in_specs:
             lines.append("inputs laid out: " + "; ".join(
                 f"{k} {_spec_text(v)}" for k, v in self.in_specs.items()))
+        if self.out_specs is not None:
+            lines.append("outputs laid out: " + (
+                "; ".join(f"{k} {_spec_text(v)}" for k, v in self.out_specs.items())
+                if isinstance(self.out_specs, dict) else f"all {_spec_text(self.out_specs)}"))
         lines.append("on tests: " + (", ".join(self.tests) if self.tests else "every test"))
         if self.values:
             lines.append("checks: the program's results")

@@ -3,10 +3,19 @@
 from __future__ import annotations
 
 import io
+import shutil
 import zipfile
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from judge.problem import Problem
+    from judge.settings import Settings
 
 FIXTURE_PROBLEMS = Path(__file__).parent / "fixtures" / "problemsets"
+# Probe fixtures kept without data (out of every fixture catalog): built where a test
+# wants them (built_probe_fixture).
+PROBE_FIXTURES = Path(__file__).parent / "fixtures" / "probes"
 # Notebooks solving demo/layout, with IPython magics and shell escapes (nbformat 4 and 3).
 FIXTURE_NOTEBOOKS = Path(__file__).parent / "fixtures" / "notebooks"
 
@@ -26,3 +35,20 @@ def zip_archive(files: dict[str, str | bytes]) -> io.BytesIO:
             z.writestr(name, data)
     buffer.seek(0)
     return buffer
+
+
+def built_probe_fixture(name: str, root: Path, settings: Settings) -> Problem:
+    """PROBE_FIXTURES/``name``, copied to ``root``/demo/``name`` and built there (its
+    reference run in the process sandbox): a one-problem catalog, problem ``demo/name``."""
+    from judge.build import build
+    from judge.problem import Problem
+    from judge.sandbox import get_sandbox
+
+    path = root / "demo" / name
+    shutil.copytree(PROBE_FIXTURES / name, path)
+    box = get_sandbox("process", settings)
+    try:
+        build(Problem.load(f"demo/{name}", path), sandbox=box, settings=settings)
+    finally:
+        box.close()
+    return Problem.load(f"demo/{name}", path)

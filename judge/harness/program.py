@@ -10,6 +10,11 @@ program is what gets graded.
 deserializes the program, refuses one that calls outside an allow-list, compiles it on the
 test's mesh with the inputs in the probe's layout, reads the compiled program's HLO text,
 memory analysis and device order, and only then runs it on the test's inputs.
+
+A probe's ``out_specs`` (judge.probes) travel in both requests: :func:`export` compiles
+``jax.jit`` with them as its out_shardings, and :func:`run`, which cannot trust what the
+submission's process made, refuses a program that does not declare exactly those output
+layouts or does not compile to them.
 """
 
 from __future__ import annotations
@@ -63,6 +68,34 @@ def _sharding(jax: Any, mesh: Any, spec: list[Any] | None) -> Any:
         return jax.sharding.SingleDeviceSharding(jax.devices()[0])
     entries = [tuple(e) if isinstance(e, list) else e for e in (spec or [])]
     return NamedSharding(mesh, PartitionSpec(*entries))
+
+
+def out_layouts(out_specs: list[dict[str, Any]], paths: list[str]) -> list[Any]:
+    """Each flat output's PartitionSpec (a list), by its key path: the one of the
+    ``out_specs`` entry whose prefix starts the path (a prefix tree of layouts, as
+    ``jax.jit``'s ``out_shardings`` takes one). ValueError, naming the first output or
+    layout that does not fit, when an output has no layout or a layout no output."""
+    used = [False] * len(out_specs)
+    layouts = []
+    for path in paths:
+        found = [i for i, o in enumerate(out_specs) if path.startswith(o["prefix"])]
+        if len(found) != 1:
+            have = ", ".join(o["prefix"] or "the whole output" for o in out_specs[:8])
+            raise ValueError(f"output {path[:100] or '(the whole output)'} has "
+                             f"{'no' if not found else 'more than one'} layout among the "
+                             f"probe's out_specs ({have})")
+        used[found[0]] = True
+        layouts.append(out_specs[found[0]]["spec"])
+    for o, hit in zip(out_specs, used, strict=True):
+        if not hit:
+            raise ValueError(f"out_specs lays out {o['prefix'] or 'the whole output'}, "
+                             "which the function does not return")
+    return layouts
+
+
+def _same_layout(theirs: Any, ours: Any) -> bool:
+    """Two HloShardings the same (replicated ones are, however written)."""
+    return bool(theirs == ours or (theirs.is_replicated() and ours.is_replicated()))
 
 
 def _explicit(sharding: Any) -> bool:
@@ -205,7 +238,18 @@ def export(entry: Callable[..., Any], request: dict[str, Any], args: list[Any],
         return tuple(leaf for _, leaf in leaves)
 
     with _traced_as_run(), _on_mesh(mesh):
-        exported = jax.export.export(jax.jit(flat), platforms=("cpu",))(*avals)
+        jitted = jax.jit(flat)
+        if request.get("out_specs") is not None:
+            # The output tree is known once traced: the layouts follow it by key path.
+            jax.eval_shape(flat, *avals)
+            try:
+                layouts = out_layouts(request["out_specs"], paths)
+            except ValueError as exc:
+                raise ValueError(f"the function's outputs do not fit the layouts the "
+                                 f"problem gives them: {exc}") from None
+            jitted = jax.jit(flat, out_shardings=tuple(_sharding(jax, mesh, spec)
+                                                       for spec in layouts))
+        exported = jax.export.export(jitted, platforms=("cpu",))(*avals)
     return _serialized(exported, paths, max_bytes)
 
 
@@ -303,6 +347,44 @@ def vet(exported: Any, inputs: int, devices: int) -> tuple[dict[str, int], list[
     return ops, donated
 
 
+def _declared_outputs(jax: Any, exported: Any, mesh: Any,
+                      request: dict[str, Any]) -> list[Any] | None:
+    """With the probe's ``out_specs``: each output's NamedSharding, once the program is
+    found to declare exactly these out_shardings (else Refused). The layouts are the
+    trusted side's; the outputs' paths are the ones their values are checked by."""
+    out_specs = request.get("out_specs")
+    if out_specs is None:
+        return None
+    paths = list(request.get("out_paths") or [])
+    avals = list(exported.out_avals)
+    if len(paths) != len(avals) or len(set(paths)) != len(paths):
+        raise Refused(f"the program has {len(avals)} outputs, for {len(paths)} output paths "
+                      f"({len(set(paths))} distinct)")
+    try:
+        specs = out_layouts(out_specs, paths)
+    except ValueError as exc:
+        raise Refused(f"the program's outputs do not fit the probe's out_specs: {exc}") from None
+    wanted = [_sharding(jax, mesh, spec) for spec in specs]
+    declared = list(getattr(exported, "out_shardings_hlo", ()) or ())
+    if len(declared) != len(avals):
+        raise Refused("the program does not declare its outputs' layouts")
+    for i, (want, theirs, aval) in enumerate(zip(wanted, declared, avals, strict=True)):
+        try:
+            ours = want._to_xla_hlo_sharding(len(aval.shape))
+        except Exception:  # a spec longer than the output's rank: no such layout
+            ours = None
+        if theirs is None or ours is None or not _same_layout(theirs, ours):
+            where = paths[i][:100] or "the whole output"
+            raise Refused(f"the program does not declare output {i} ({where}) in the layout "
+                          f"the probe asks for ({_spec_words(specs[i])})")
+    return wanted
+
+
+def _spec_words(spec: list[Any]) -> str:
+    return "P(" + ", ".join("None" if e is None else repr(tuple(e) if isinstance(e, list)
+                                                          else e) for e in spec) + ")"
+
+
 _COMPILED: dict[str, Any] = {}  # one clean run's programs, by their bytes and layout
 
 
@@ -342,6 +424,7 @@ def run(request: dict[str, Any], inputs: list[Any], encode: Callable[..., Any],
     placed = [place(v, s, i in donate)
               for i, (v, s) in enumerate(zip(inputs, specs, strict=True))]
     leaves = jax.tree.leaves(placed)
+    wanted_out = _declared_outputs(jax, exported, mesh, request)
     facts: dict[str, Any] = {"ops": ops}
     if mesh is not None:
         facts["mesh_devices"] = [int(d.id) for d in mesh.devices.flat]
@@ -358,8 +441,7 @@ def run(request: dict[str, Any], inputs: list[Any], encode: Callable[..., Any],
     declared = list(getattr(exported, "in_shardings_hlo", ()) or ())
     for i, (want, theirs) in enumerate(zip(leaves, declared, strict=False)):
         ours = want.sharding._to_xla_hlo_sharding(want.ndim)
-        if theirs is not None and theirs != ours and not (
-                theirs.is_replicated() and ours.is_replicated()):
+        if theirs is not None and not _same_layout(theirs, ours):
             raise Refused(f"the program takes input {i} in another layout than the test gives")
     compiled = _COMPILED.get(key)
     if compiled is None:
@@ -370,6 +452,15 @@ def run(request: dict[str, Any], inputs: list[Any], encode: Callable[..., Any],
                                         strict=True)):
         if not got.is_equivalent_to(want.sharding, want.ndim):
             raise Refused(f"the program does not take input {i} in the layout the test gives")
+    if wanted_out is not None:
+        outs = jax.tree.leaves(compiled.output_shardings)
+        if len(outs) != len(wanted_out):
+            raise Refused("the compiled program does not have the outputs it declares")
+        for i, (want, got, aval) in enumerate(zip(wanted_out, outs, exported.out_avals,
+                                                  strict=True)):
+            if not got.is_equivalent_to(want, len(aval.shape)):
+                raise Refused(f"the compiled program does not give output {i} in the layout "
+                              "the probe asks for")
     text: Any = compiled.as_text()
     if not isinstance(text, str) or len(text) > max_text:
         raise Refused(f"the compiled program's text is over {max_text} characters")

@@ -59,6 +59,19 @@ SpecEntry = str | None | list[str]
 SpecTree = TypeAliasType("SpecTree", "list[SpecEntry] | dict[str, SpecTree]")
 Transform = Literal["jit", "own_jit", "grad", "value_and_grad", "jacobian", "vmap",
                     "eval_shape"]
+# A key path as jax.tree_util.keystr writes it (``['params'][0]``), bounded.
+Path = Annotated[str, Field(max_length=500)]
+MAX_OUT_SPECS = 256
+
+
+class OutSpec(_Model):
+    """One layout of a probe's ``out_specs``: the PartitionSpec of every output whose key
+    path starts with ``prefix`` (``""``: every output). The trusted side writes them from
+    the probe (judge.probes: ProbeSpec.out_spec_list); the harness matches them to paths
+    (judge.harness.program.out_layouts)."""
+
+    prefix: Path
+    spec: list[SpecEntry] = Field(max_length=64)
 
 
 class MeshOnTest(_Model):
@@ -81,6 +94,12 @@ class ExportRequest(_Model):
                                "a Python value (else abstract: its leaves are avals).")
     traced_layout: bool = Field(default=False, description="The abstract inputs carry their "
                                 "NamedSharding on the mesh (else shapes and dtypes only).")
+    # Optional, so HARNESS_VERSION stays: a harness that predates it could ignore it, but
+    # none runs under this judge (an image is refused unless it carries this judge's
+    # harness digest, judge.sandbox.engine.check_image; the process backend runs this one).
+    out_specs: list[OutSpec] | None = Field(
+        default=None, max_length=MAX_OUT_SPECS, description="The outputs' layouts on the "
+        "mesh: the program is exported from jax.jit with these out_shardings.")
 
 
 class ProgramRequest(_Model):
@@ -91,6 +110,14 @@ class ProgramRequest(_Model):
     transform: Transform
     mesh: MeshOnTest | None = None
     specs: list[SpecTree | None] | None = None
+    out_specs: list[OutSpec] | None = Field(
+        default=None, max_length=MAX_OUT_SPECS, description="The probe's output layouts "
+        "(the trusted side's, never the submission's): the program must declare exactly "
+        "these out_shardings and compile to them, or it is refused.")
+    out_paths: list[Path] | None = Field(
+        default=None, max_length=100_000, description="With out_specs: the key paths of the "
+        "program's flat outputs, the export's, by which their values are checked: each "
+        "output must have the layout out_specs gives its path.")
 
 
 class JobTest(_Model):
@@ -205,7 +232,6 @@ class StartEvent(_Model):
     index: Index
 
 
-Path = Annotated[str, Field(max_length=500)]
 Bytes = Annotated[StrictInt, Field(ge=0, le=MAX_BYTES)]
 DeviceId = Annotated[StrictInt, Field(ge=0, le=1 << 31)]
 

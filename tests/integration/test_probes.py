@@ -7,6 +7,10 @@ gradient into ``x @ w`` is clipped. Its probes: ``gradient`` (jax.grad wrt w),
 ``batched`` (vmap over x's rows), ``shapes`` (eval_shape), ``no-loops`` (no while loop in
 the program) and ``split-rows`` (on 8 devices with x split over 'rows': one all-reduce, no
 all-gather, at most 1.5 times the reference's flops per device).
+
+demo/out-layout (tests/fixtures/probes, built here) returns ``{h: x @ w, norm}``; its probe
+``rows-out`` gives the outputs' layouts (``out_specs``: h split over 'rows' as x is, the
+norm replicated) and allows no all-gather.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from judge.sandbox.base import Sandbox
 from judge.settings import Settings
 from judge.testdata import load_tests
 from judge.verdict import Verdict
-from tests_support import FIXTURE_PROBLEMS
+from tests_support import FIXTURE_PROBLEMS, built_probe_fixture
 
 pytestmark = [pytest.mark.slow, pytest.mark.service]
 
@@ -300,3 +304,45 @@ def test_a_build_refuses_a_reference_over_its_own_probes_bounds(
             "meet the probe's bounds: your compiled program needs") in failed.value.failures[0]
     assert "at most 8 expected" in failed.value.failures[0]
     assert failed.value.passed == [] and not (root / "data").exists()
+
+
+OUT_LAYOUT = (Path(__file__).resolve().parents[1] / "fixtures" / "probes" / "out-layout"
+              / "reference.py").read_text()
+
+
+@pytest.fixture(scope="module")
+def out_layout(tmp_path_factory: pytest.TempPathFactory, settings: Settings) -> Problem:
+    return built_probe_fixture("out-layout", tmp_path_factory.mktemp("problems"), settings)
+
+
+def test_the_outputs_come_back_in_the_layouts_the_probe_gives(
+        sandbox: Sandbox, out_layout: Problem, settings: Settings) -> None:
+    # The reference's program, stored at build: h split over 'rows' (2 of the sample's
+    # 16 rows per device), the norm whole on each.
+    stored = load_tests(out_layout)[0].probes["rows-out"].expected
+    assert stored is not None and stored.t == "tree"
+    layouts = {path: leaf.sharding for path, leaf in stored.items}  # type: ignore[union-attr]
+    assert layouts["['h']"].spec == ["rows"] and layouts["['norm']"].spec == []
+    assert {tuple(b.shape) for b in layouts["['h']"].buffers} == {(2, 8)}
+    report = grade(out_layout, OUT_LAYOUT, sandbox=sandbox, settings=settings)
+    assert report.verdict is Verdict.ACCEPTED, [t.message for t in report.tests]
+    assert report.tests[0].probe is None
+
+
+def test_an_output_gathered_on_every_device_is_seen_in_the_collectives(
+        sandbox: Sandbox, out_layout: Problem, settings: Settings) -> None:
+    # The right numbers, h gathered whole on every device before it is returned: the
+    # program the judge compiles still returns it split over 'rows', and gathers first.
+    report = grade(out_layout, OUT_LAYOUT.replace("    h = x @ w\n", """    h = x @ w
+    import jax
+    if isinstance(h, jax.core.Tracer) and jax.typeof(h).sharding.mesh.shape:
+        from jax.sharding import NamedSharding, PartitionSpec
+        h = jax.lax.with_sharding_constraint(
+            h, NamedSharding(jax.typeof(h).sharding.mesh, PartitionSpec()))
+"""), sandbox=sandbox, settings=settings)
+    assert report.verdict is Verdict.WRONG_ANSWER, [t.message for t in report.tests]
+    assert sample_message(report).startswith(
+        "probe 'rows-out': your compiled program has 1 all-gather, at most 0 expected"), \
+        sample_message(report)
+    assert {t.message for t in report.tests if t.visibility == "hidden"} == {
+        "probe 'rows-out': the compiled program has more all-gather operations than allowed"}

@@ -12,7 +12,8 @@ gradient into ``x @ w`` is clipped; probes, in the order they are judged: ``grad
 devices, x split over 'rows': one all-reduce, no all-gather, flops and temporaries bounded
 by the reference's); 1 sample test, 2 hidden), a copy of it with 3 s a test for the time
 attacks, and jax-sharding/tensor-parallel-mlp (problemsets/: probe ``one-program``, one
-all-reduce over 'model') where the mesh matters. A probe is judged only on a test whose
+all-reduce over 'model') where the mesh matters, and demo/out-layout (tests/fixtures/probes,
+built for the suite: probe ``rows-out`` gives the outputs' layouts) for out_specs. A probe is judged only on a test whose
 value passed, so every attack returns the right value from its eager call.
 
 Each test asserts the verdict and the reason the defence gives: the sample test's
@@ -39,7 +40,7 @@ from judge.sandbox.base import Sandbox
 from judge.sandbox.supervisor import INTERFERED
 from judge.settings import Settings
 from judge.verdict import Verdict
-from tests_support import FIXTURE_PROBLEMS
+from tests_support import FIXTURE_PROBLEMS, PROBE_FIXTURES, built_probe_fixture
 
 from .support import Judge, describe, facts, verdicts
 
@@ -178,6 +179,80 @@ def test_a_patched_export_is_graded_by_the_program_it_hands_over(judge_probed: J
         assert sample_message(report).startswith(
             "probe 'gradient': the program could not be read"), describe(report)
         assert hidden_messages(report) == {reason("gradient", "refused")}
+
+
+# -- 1b. a program that ignores the outputs' layouts the probe asks for -----------------
+
+# demo/out-layout (tests/fixtures/probes, built for the suite): ``layer(w, x)`` returns
+# ``{h: x @ w, norm}``; probe ``rows-out`` gives h the layout P('rows', None) and the norm
+# P() (out_specs), no all-gather allowed. XLA keeps h split over 'rows' by itself, so a
+# program with no out_shardings, or with its own, computes the same numbers with the same
+# collectives: only the clean sandbox's check of the declared and compiled output
+# layouts against the trusted side's request stands in its way.
+OUT_LAYOUT_HONEST = (PROBE_FIXTURES / "out-layout" / "reference.py").read_text()
+IGNORED_OUT_SHARDINGS = {
+    # The control: jax.jit replaced by a pass-through.
+    "jax.jit passed through": """
+        _real_jit = jax.jit
+        jax.jit = lambda fun=None, **kwargs: _real_jit(fun, **kwargs)
+    """,
+    # The judge's jax.jit(flat, out_shardings=...) made without its out_shardings.
+    "jax.jit drops out_shardings": """
+        _real_jit = jax.jit
+
+        def _jit(fun=None, **kwargs):
+            kwargs.pop("out_shardings", None)
+            return _real_jit(fun, **kwargs)
+
+        jax.jit = _jit
+    """,
+    # jax.export handed the judge's function re-jitted without them ...
+    "jax.export re-jits without them": """
+        _real_export = jax.export.export
+        jax.export.export = lambda fun, **kwargs: _real_export(
+            jax.jit(getattr(fun, "__wrapped__", fun)), **kwargs)
+    """,
+    # ... or with every output replicated.
+    "jax.export re-jits with its own": """
+        from jax.sharding import NamedSharding, PartitionSpec
+        _real_export = jax.export.export
+
+        def _export(fun, **kwargs):
+            def trace(*avals):
+                mesh = next(a.sharding.mesh for a in avals
+                            if isinstance(getattr(a, "sharding", None), NamedSharding))
+                own = jax.jit(getattr(fun, "__wrapped__", fun),
+                              out_shardings=NamedSharding(mesh, PartitionSpec()))
+                return _real_export(own, **kwargs)(*avals)
+            return trace
+
+        jax.export.export = _export
+    """,
+}
+
+
+@pytest.fixture(scope="session")
+def judge_out_layout(docker_sandbox: Sandbox, settings: Settings,
+                     tmp_path_factory: pytest.TempPathFactory) -> Judge:
+    problem = built_probe_fixture("out-layout", tmp_path_factory.mktemp("problems"), settings)
+    return judge_for(problem, docker_sandbox, settings)
+
+
+@pytest.mark.parametrize("patch", list(IGNORED_OUT_SHARDINGS))
+def test_a_program_that_ignores_the_asked_output_layouts_is_refused(
+        judge_out_layout: Judge, patch: str) -> None:
+    report = judge_out_layout("import jax\nimport jax.export\n"
+                              + textwrap.dedent(IGNORED_OUT_SHARDINGS[patch])
+                              + OUT_LAYOUT_HONEST)
+    if patch == "jax.jit passed through":
+        assert report.verdict is Verdict.ACCEPTED, describe(report)
+        return
+    assert report.verdict is Verdict.WRONG_ANSWER, describe(report)
+    assert set(verdicts(report)) == {Verdict.WRONG_ANSWER}, describe(report)
+    assert sample_message(report) == (
+        "probe 'rows-out': the program does not declare output 0 (['h']) in the layout the "
+        "probe asks for (P('rows', None))"), describe(report)
+    assert hidden_messages(report) == {reason("rows-out", "refused")}, describe(report)
 
 
 # -- 2. what the submission's process says about compiled programs is never read --------

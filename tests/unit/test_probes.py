@@ -174,6 +174,19 @@ def test_every_hidden_reason_is_a_fixed_sentence() -> None:
     ({"mesh": {"axes": ["a"]}}, "shape or shape_arg"),
     ({"mesh": {"axes": ["a", "b"], "shape": [8]}}, "one size per axis"),
     ({"ops": {"absent": ["while; rm"]}}, "pattern"),
+    ({"mesh": None, "out_specs": []}, "out_specs and collectives need a mesh"),
+    ({"transform": "eval_shape", "out_specs": []}, "compiles nothing"),
+    ({"transform": "own_jit", "out_specs": []}, "own_jit keeps the submission's own"),
+    ({"values": False, "out_specs": []}, "out_specs needs values: true"),
+    ({"out_specs": {"h": ["rows"]}}, "out_specs['h'] names 'rows', which is not an axis of "
+     "the mesh (data, model)"),
+    ({"out_specs": [["data", "model"], "data"]}, "uses a mesh axis twice"),
+    ({"out_specs": {"h": {}}}, "out_specs['h'] is an empty mapping"),
+    ({"out_specs": {0: {1: {"a": {"b": {"c": {"d": {"e": {"f": {"g": []}}}}}}}}}},
+     "nested more than 8 deep"),
+    ({"out_specs": {f"k{i}": [] for i in range(257)}}, "more than 256 layouts"),
+    ({"out_specs": [None] * 65}, "at most 64 items"),
+    ({"out_specs": {True: []}}, "out_specs"),
 ])
 def test_bad_probes_are_refused_with_a_reason(fields: dict[str, Any], words: str) -> None:
     with pytest.raises(ValidationError, match=re.escape(words)):
@@ -229,6 +242,29 @@ def test_requests_send_abstract_inputs_and_static_values_only() -> None:
     export, *_ = probe_requests.requests(on_mesh, ["x", "lr", "mesh_shape"],
                                  ["array", "float", "any"], args)
     assert export.traced_layout and export.specs == [["data"], None, None]
+
+
+def test_out_specs_are_a_prefix_tree_of_layouts_sent_to_both_sandboxes() -> None:
+    # Dict keys, and positions in a tuple as integer keys (a list is a PartitionSpec).
+    spec = probe(transform="value_and_grad",
+                 out_specs={0: [], 1: {"w": [None, "model"], "b": []}})
+    assert [(o.prefix, o.spec) for o in spec.out_spec_list()] == [
+        ("[0]", []), ("[1]['w']", [None, "model"]), ("[1]['b']", [])]
+    assert spec.summary()[2] == "outputs laid out: 0 P(); 1 {w: P(None, 'model'), b: P()}"
+    whole = probe(out_specs=[["data", "model"], None])
+    assert [(o.prefix, o.spec) for o in whole.out_spec_list()] == [
+        ("", [["data", "model"], None])]
+    assert whole.summary()[2] == "outputs laid out: all P(['data', 'model'], None)"
+    assert probe().out_spec_list() == [] and not any("outputs" in line
+                                                     for line in probe().summary())
+    # The trusted side's layouts go into both requests; the outputs' paths are the
+    # export's, filled in by judge.grading once it is back.
+    args = {"w": encode(__import__("numpy").ones((8, 4), "float32"))}
+    export, _, program, _, _ = probe_requests.requests(whole, ["w"], ["array"], args)
+    assert export.out_specs == program.out_specs == whole.out_spec_list()
+    assert program.out_paths is None
+    export, _, program, _, _ = probe_requests.requests(probe(), ["w"], ["array"], args)
+    assert export.out_specs is None and program.out_specs is None
 
 
 def test_requests_refuse_what_cannot_be_traced() -> None:

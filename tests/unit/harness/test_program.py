@@ -6,6 +6,7 @@ tests/integration/test_probes.py; the attacks on the boundary in tests/security.
 from __future__ import annotations
 
 import base64
+import re
 from typing import Any
 
 import jax
@@ -46,7 +47,9 @@ def exchange(fn: Any, spec: ProbeSpec, args: dict[str, Any], kinds: list[str]
                decode_input(a) for n, a in zip(names, export_args, strict=True)]
     out = program.export(fn, export.model_dump(), decoded, 1 << 22)
     inputs = [decode_input(v) for v in values]
-    run = request.model_copy(update={"program": out["program"]}).model_dump()
+    run = request.model_copy(update={  # as judge.grading sends it
+        "program": out["program"],
+        "out_paths": out["paths"] if request.out_specs is not None else None}).model_dump()
     value, facts = program.run(run, inputs, encode, 1 << 22, 1 << 22)
     return value, ProgramFacts.model_validate(facts), out["paths"]
 
@@ -214,3 +217,91 @@ def test_a_program_whose_only_layouts_come_from_its_own_mesh_is_for_the_tests_me
     assert len(facts.assignment) == 8
     # Each device writes its (8, 2) block only.
     assert facts.memory is not None and facts.memory.outputs == 8 * 2 * 4
+
+
+def forward(w: Any, x: Any) -> dict[str, Any]:
+    h = x @ w
+    return {"h": h, "norm": jnp.sum(h ** 2)}
+
+
+COLUMNS = {"name": "p", "mesh": {"axes": ["rows"], "shape": [8]},
+           "in_specs": {"w": [None, "rows"]}, "out_specs": {"h": ["rows", None], "norm": []}}
+WX = {"w": np.arange(64, dtype=np.float32).reshape(4, 16) / 64, "x": np.ones((16, 4), np.float32)}
+
+
+def test_out_specs_are_the_programs_out_shardings() -> None:
+    spec = ProbeSpec.model_validate(COLUMNS)
+    value, facts, paths = exchange(forward, spec, WX, ["array", "array"])
+    assert paths == ["['h']", "['norm']"]
+    h, norm = value["items"]
+    assert h["sharding"]["spec"] == ["rows"] and norm["sharding"]["spec"] == []
+    assert [b["shape"] for b in h["sharding"]["buffers"]] == [[2, 16]] * 8
+    assert np.allclose(np.asarray(decode_input(h)), WX["x"] @ WX["w"])
+    # Each device holds 2 of h's 16 rows: the layout is the program's (h whole on each
+    # device is 14 rows more).
+    whole = ProbeSpec.model_validate({**COLUMNS, "out_specs": []})
+    _, replicated, _ = exchange(forward, whole, WX, ["array", "array"])
+    assert facts.memory is not None and replicated.memory is not None
+    assert replicated.memory.outputs - facts.memory.outputs == 14 * 16 * 4
+    # Without them XLA keeps h split as w is, over its columns: the same bytes, another
+    # layout (and no resharding, so fewer temporaries).
+    free = ProbeSpec.model_validate({**COLUMNS, "out_specs": None})
+    value, _, _ = exchange(forward, free, WX, ["array", "array"])
+    assert value["items"][0]["sharding"]["spec"] == [None, "rows"]
+
+
+@pytest.mark.parametrize(("out_specs", "words"), [
+    ({"h": ["rows", None]}, "output ['norm'] has no layout among the probe's out_specs (['h'])"),
+    ({"h": [], "norm": [], "loss": []}, "out_specs lays out ['loss'], which the function does "
+     "not return"),
+    ({0: [], 1: []}, "output ['h'] has no layout"),
+])
+def test_outputs_that_do_not_fit_the_out_specs_fail_the_export(out_specs: Any,
+                                                               words: str) -> None:
+    spec = ProbeSpec.model_validate({**COLUMNS, "out_specs": out_specs})
+    with pytest.raises(ValueError, match=re.escape(
+            "the function's outputs do not fit the layouts the problem gives them: " + words)):
+        exchange(forward, spec, WX, ["array", "array"])
+
+
+def _forged(out_shardings: Any) -> str:
+    """``forward`` exported the way a submission's process could hand it over: its inputs
+    in the probe's layout, its outputs in whatever ``out_shardings`` says."""
+    mesh = jax.make_mesh((8,), ("rows",), axis_types=(jax.sharding.AxisType.Auto,))
+    kwargs = {} if out_shardings is None else {
+        "out_shardings": tuple(NamedSharding(mesh, s) for s in out_shardings)}
+    exported = jax.export.export(jax.jit(lambda w, x: tuple(forward(w, x).values()),
+                                         **kwargs))(
+        jax.ShapeDtypeStruct((4, 16), jnp.float32, sharding=NamedSharding(mesh, P(None, "rows"))),
+        jax.ShapeDtypeStruct((16, 4), jnp.float32, sharding=NamedSharding(mesh, P())))
+    return base64.b64encode(bytes(exported.serialize())).decode()
+
+
+@pytest.mark.parametrize(("out_shardings", "paths", "words"), [
+    # The control: the layouts asked for, at the paths the values are checked by.
+    ((P("rows"), P()), ["['h']", "['norm']"], None),
+    # Exported without out_shardings (a patched jax.jit), or with other ones.
+    (None, ["['h']", "['norm']"], r"does not declare output 0 \(\['h'\]\) in the layout the "
+     r"probe asks for \(P\('rows', None\)\)"),
+    ((P(None, "rows"), P()), ["['h']", "['norm']"], "does not declare output 0"),
+    ((P(), P()), ["['h']", "['norm']"], "does not declare output 0"),
+    # Its outputs' paths made up to fit other layouts, or not to fit at all.
+    ((P(), P()), ["['norm']", "['h']"], "does not declare output 1"),
+    ((P("rows"), P()), ["['h']"], "2 outputs, for 1 output paths"),
+    ((P("rows"), P()), ["['h']", "['h']"], r"2 output paths \(1 distinct\)"),
+    ((P("rows"), P()), ["['h']", "['loss']"], "outputs do not fit the probe's out_specs"),
+])
+def test_the_clean_side_refuses_a_program_without_the_asked_output_layouts(
+        out_shardings: Any, paths: list[str], words: str | None) -> None:
+    spec = ProbeSpec.model_validate(COLUMNS)
+    encoded = {n: encode(v) for n, v in WX.items()}
+    _, _, request, values, _ = probe_requests.requests(spec, ["w", "x"], ["array", "array"],
+                                                       encoded)
+    run = request.model_copy(update={"program": _forged(out_shardings),
+                                     "out_paths": paths}).model_dump()
+    inputs = [decode_input(v) for v in values]
+    if words is None:
+        program.run(run, inputs, encode, 1 << 22, 1 << 22)
+        return
+    with pytest.raises(program.Refused, match=words):
+        program.run(run, inputs, encode, 1 << 22, 1 << 22)
