@@ -17,7 +17,10 @@ from judge.values import ArrayValue, StrValue, TreeValue, Value
 # A hidden test's reasons: fixed sentences naming only the judge's own words.
 REASONS = {
     "untraceable": "the function could not be compiled as one program",
-    "refused": "the compiled program calls something outside what the judge runs",
+    # A program the clean sandbox will not run: a call outside what the judge runs, or
+    # inputs or outputs not in the layouts the test gives and the probe asks for.
+    "refused": "the compiled program is not one the judge runs: it calls something outside "
+               "what the judge runs, or does not take or give the layouts the test asks for",
     "values": "the compiled program's results are not the expected ones",
     "too_many": "the compiled program has more {op} operations than allowed",
     "too_few": "the compiled program has fewer {op} operations than required",
