@@ -3,6 +3,8 @@
 # (issue 25): images first, then scripts/compose_check.py drives the stack.
 #
 #   bash scripts/compose-check.sh [--batch N] [--keep] [--project NAME]
+#   bash scripts/compose-check.sh --images-only   # the images only; prints COMPOSE=... and
+#                                                 # the base images it chose (NAME=value)
 #
 # Images, each only when missing:
 #   - the engine (docker/engine.sh) and a compose: `docker compose`, else `docker-compose`,
@@ -18,6 +20,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 step() { printf 'compose-check: %s (%s s)\n' "$1" "$SECONDS" >&2; }
+images_only=
+if [ "${1:-}" = --images-only ]; then images_only=1; shift; fi
 
 bash docker/engine.sh >&2
 if docker compose version >/dev/null 2>&1; then
@@ -65,5 +69,14 @@ services:
     build:
       network: host
 YAML
+# The service images this build replaced (untagged now) go; the tagged one stays.
+docker image prune -f --filter label=org.jaxjudge.image=service >/dev/null 2>&1 || true
 step "images ready"
+if [ -n "$images_only" ]; then
+    # What compose_check.py would inherit, as NAME=value lines for the caller.
+    for name in COMPOSE SERVICE_BASE_IMAGE SANDBOX_BASE_IMAGE; do
+        [ -n "${!name:-}" ] && printf '%s=%s\n' "$name" "${!name}"
+    done
+    exit 0
+fi
 exec python3 scripts/compose_check.py "$@"
