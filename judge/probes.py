@@ -193,17 +193,23 @@ class ProbeSpec(_Model):
                 raise ValueError(f"probe {self.name!r}: out_specs needs values: true (each "
                                  "output's layout is matched to it by the key path its "
                                  "value is checked at)")
-            axes = self.mesh.axes if self.mesh is not None else []
             for out in self.out_spec_list():
-                where = f"probe {self.name!r}: out_specs{out.prefix or ''}"
-                named = [a for e in out.spec for a in ([e] if isinstance(e, str) else e or [])]
-                unknown = [a for a in named if a not in axes]
-                if unknown:
-                    raise ValueError(f"{where} names {unknown[0]!r}, which is not an axis of "
-                                     f"the mesh ({', '.join(axes)})")
-                if len(set(named)) != len(named):
-                    raise ValueError(f"{where} uses a mesh axis twice")
+                self._on_the_mesh(out.spec, f"out_specs{out.prefix or ''}")
+        for name, tree in self.in_specs.items():
+            for path, spec in _spec_leaves(tree, ""):
+                self._on_the_mesh(spec, f"in_specs {name}{path}")
         return self
+
+    def _on_the_mesh(self, spec: list[Any], where: str) -> None:
+        """A PartitionSpec names only axes of the probe's mesh, each at most once."""
+        axes = self.mesh.axes if self.mesh is not None else []
+        named = [a for e in spec for a in ([e] if isinstance(e, str) else e or [])]
+        unknown = [a for a in named if a not in axes]
+        if unknown:
+            raise ValueError(f"probe {self.name!r}: {where} names {unknown[0]!r}, which is "
+                             f"not an axis of the mesh ({', '.join(axes)})")
+        if len(set(named)) != len(named):
+            raise ValueError(f"probe {self.name!r}: {where} uses a mesh axis twice")
 
     def out_spec_list(self) -> list[OutSpec]:
         """``out_specs`` as the harness takes it: each PartitionSpec with the key path
@@ -277,6 +283,15 @@ class ProbeSpec(_Model):
         if self.checker is None:
             return default
         return get_checker(self.checker.name, self.checker.params)
+
+
+def _spec_leaves(tree: Any, path: str) -> list[tuple[str, list[Any]]]:
+    """The PartitionSpecs of an ``in_specs`` entry (a spec, or a dict of them), with the
+    key path each lays out."""
+    if isinstance(tree, dict):
+        return [leaf for key, child in tree.items()
+                for leaf in _spec_leaves(child, f"{path}[{key!r}]")]
+    return [(path, list(tree))]
 
 
 def _spec_text(spec: Any) -> str:

@@ -181,6 +181,10 @@ def test_every_hidden_reason_is_a_fixed_sentence() -> None:
     ({"out_specs": {"h": ["rows"]}}, "out_specs['h'] names 'rows', which is not an axis of "
      "the mesh (data, model)"),
     ({"out_specs": [["data", "model"], "data"]}, "uses a mesh axis twice"),
+    ({"in_specs": {"x": ["rows", None]}}, "in_specs x names 'rows', which is not an axis of "
+     "the mesh (data, model)"),
+    ({"in_specs": {"params": {"w": [None, "model"], "b": ["data", "data"]}}},
+     "in_specs params['b'] uses a mesh axis twice"),
     ({"out_specs": {"h": {}}}, "out_specs['h'] is an empty mapping"),
     ({"out_specs": {0: {1: {"a": {"b": {"c": {"d": {"e": {"f": {"g": []}}}}}}}}}},
      "nested more than 8 deep"),
