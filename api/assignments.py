@@ -81,8 +81,7 @@ def patch_assignment(assignment_id: str) -> Any:
     with svc.db.session() as s:
         found = _load(s, assignment_id)
         opened = terms.apply_patch(s, found, patch, actor=f"api-key:{g.key_id}", now=now)
-    deliveries.queue(svc.celery, [(d, 0) for d in opened],
-                     timeout=svc.settings.publish_timeout_seconds)
+    deliveries.queue_opened(svc.celery, svc.settings, opened)
     with svc.db.session() as s:
         return terms.assignment_out(s, _load(s, assignment_id)).model_dump(mode="json")
 

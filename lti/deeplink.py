@@ -28,7 +28,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import jwt
 from sqlalchemy.orm import Session
@@ -86,29 +85,10 @@ def _iso(at: datetime) -> str:
 
 
 def picked_dates(form: Mapping[str, str]) -> term.Dates:
-    """The optional dates of the picker's form: ``opens_at``, ``due_at``,
-    ``late_until`` (``datetime-local`` values, in the zone ``tz`` the page's script
-    fills in from the browser, UTC without it), in order; raises :class:`LaunchError`."""
-    name = (form.get("tz") or "UTC").strip()[:64] or "UTC"
+    """The optional dates of the picker's form (:func:`service.terms.form_dates`), in
+    order; raises :class:`LaunchError`."""
     try:
-        zone = ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise LaunchError(f"{name!r} is not a time zone", 422) from None
-    found: dict[str, datetime | None] = {}
-    for field in terms.DATE_FIELDS:
-        raw = (form.get(field) or "").strip()[:32]
-        if not raw:
-            found[field] = None
-            continue
-        try:
-            at = datetime.fromisoformat(raw)
-        except ValueError:
-            raise LaunchError(f"{field.replace('_', ' ')}: {raw!r} is not a date and time",
-                              422) from None
-        found[field] = (at if at.tzinfo is not None else at.replace(tzinfo=zone)) \
-            .astimezone(UTC)
-    dates = term.Dates(**found)
-    try:
+        dates = terms.form_dates(form)
         terms.check_dates(dates)
     except terms.TermRefused as exc:
         raise LaunchError(exc.detail, 422) from None

@@ -165,16 +165,8 @@ def launch() -> BaseResponse:
         end = dates.lineitem_end(got, Tokens(svc.db, svc.settings, svc.redis))
     with svc.db.session() as s:
         response, opened = _resource_link(s, got, problem, offer, end)
-    _queue(opened)
+    deliveries.queue_opened(svc.celery, svc.settings, opened)
     return response
-
-
-def _queue(opened: list[str]) -> None:
-    """Queue the scores a change of the dates opened (committed by now)."""
-    if opened:
-        svc = services()
-        deliveries.queue(svc.celery, [(d, 0) for d in opened],
-                         timeout=svc.settings.publish_timeout_seconds)
 
 
 def _principal(got: Launch, course_id: int, assignment_id: str | None,
@@ -308,7 +300,7 @@ def picked(sid: str) -> BaseResponse:
         assert recorded.assignment is not None
         opened = dates.take(s, recorded.assignment, dates.offered(got), None,
                             now=services().clock())
-    _queue(opened)
+    deliveries.queue_opened(services().celery, settings, opened)
     principal = principal.model_copy(update={"assignment_id": recorded.assignment.id})
     store.save(sid, {"principal": principal.model_dump()})
     return redirect(landing(sid, principal), 303)

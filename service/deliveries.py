@@ -43,6 +43,7 @@ from service.db import MAX_BIND, Database, changed, utcnow
 from service.models import Delivery, DeliveryStatus, Status, Submission, Tenant
 from service.outbound import allow_key
 from service.queue import send_delivery
+from service.settings import ServiceSettings
 from service.wire import WebhookEvent, WebhookState, submission_out
 
 log = logging.getLogger(__name__)
@@ -237,6 +238,13 @@ def queue(celery: Celery, tries: Sequence[tuple[str, int]], *, timeout: float) -
             log.warning("delivery tries left to the sweeper: %s", exc)
             return done
     return len(tries)
+
+
+def queue_opened(celery: Celery, settings: ServiceSettings, opened: Sequence[str]) -> int:
+    """Queue the first try of each LTI score a change of the course term opened (the
+    policy, the dates and rules, an extension, an override, the LMS's dates), once the
+    change is committed; how many were queued (:func:`queue`: the sweeper sends the rest)."""
+    return queue(celery, [(d, 0) for d in opened], timeout=settings.publish_timeout_seconds)
 
 
 def send_again(db: Database, celery: Celery, *, timeout: float, **narrowed: Any) -> int:

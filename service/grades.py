@@ -67,12 +67,20 @@ def extension_of(row: Extension | None) -> term.Extension | None:
     return term.Extension(row.student_id, row.opens_at, row.due_at, row.late_until)
 
 
-def extensions(s: Session, assignment_id: str,
-               students: Sequence[str] | None = None) -> dict[str, term.Extension]:
+def extension_rows(s: Session, assignment_id: str,
+                   students: Sequence[str] | None = None) -> list[Extension]:
+    """The extensions given in an assignment (to ``students``, when given), with who
+    gave them and when, by student."""
     query = select(Extension).where(Extension.assignment_id == assignment_id)
     if students is not None:
         query = query.where(Extension.student_id.in_(list(students)))
-    return {row.student_id: ext for row in s.scalars(query)
+    return list(s.scalars(query.order_by(Extension.student_id)))
+
+
+def extensions(s: Session, assignment_id: str,
+               students: Sequence[str] | None = None) -> dict[str, term.Extension]:
+    """Each student's own dates in an assignment (of ``students``, when given)."""
+    return {row.student_id: ext for row in extension_rows(s, assignment_id, students)
             if (ext := extension_of(row)) is not None}
 
 

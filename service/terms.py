@@ -17,10 +17,11 @@ the row's lock).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session
@@ -92,10 +93,44 @@ def standing(s: Session, assignment: Assignment, student: str, now: datetime) ->
                     term.hidden_shown(rules, dates, now), now)
 
 
+class Sentence(NamedTuple):
+    """A sentence that names a date: the words before it, the date (None: the sentence
+    names none, and is all in ``before``), the words after."""
+
+    before: str
+    at: datetime | None = None
+    after: str = ""
+
+    def text(self) -> str:
+        """The sentence with its date in words (:func:`when`)."""
+        return self.before if self.at is None else f"{self.before}{when(self.at)}{self.after}"
+
+
+def refusal_words(found: Standing) -> Sentence:
+    """Why a graded submission is refused now, in the words the API's problem detail
+    and the student page both say (the page shows the date in the viewer's own zone)."""
+    admission, dates = found.admission, found.dates
+    refusal = admission.refusal
+    if refusal is term.Refusal.NOT_OPEN:
+        return Sentence("This assignment opens on ", dates.opens_at,
+                    "; you can run the sample tests until then.")
+    if refusal is term.Refusal.CLOSED:
+        return Sentence("This assignment closed on ", dates.closes_at(), "; it takes no more "
+                    "graded submissions. You can still run the sample tests.")
+    if refusal is term.Refusal.NO_ATTEMPTS:
+        return Sentence(f"You have used all {found.rules.max_attempts} graded attempts. You "
+                    "can still run the sample tests.")
+    if refusal is term.Refusal.COOLING_DOWN:
+        return Sentence("Your next graded attempt can be made on ", admission.wait_until,
+                    ". You can run the sample tests meanwhile.")
+    return Sentence("")
+
+
 class NotAdmitted(Refused):
     """A graded submission the course term does not let in now: 403 for good (closed,
     no attempts left) or until a date (not open yet), 429 while cooling down, with
-    ``Retry-After`` where waiting helps and the problem's ``refusal`` and dates."""
+    ``Retry-After`` where waiting helps and the problem's ``refusal`` and dates; its
+    detail is :func:`refusal_words`."""
 
     def __init__(self, found: Standing) -> None:
         admission, dates = found.admission, found.dates
@@ -107,19 +142,15 @@ class NotAdmitted(Refused):
             extra["wait_until"] = admission.wait_until.isoformat()
             wait = max(1, int((admission.wait_until - found.now).total_seconds() + 0.999))
             headers["Retry-After"] = str(wait)
-        status, title, detail = {
-            term.Refusal.NOT_OPEN: (403, "Not open yet", "the assignment opens on "
-                                    f"{when(dates.opens_at)}"),
-            term.Refusal.CLOSED: (403, "Closed", "the assignment closed on "
-                                  f"{when(dates.closes_at())}; it takes no more submissions"),
-            term.Refusal.NO_ATTEMPTS: (403, "No attempts left", "all "
-                                       f"{found.rules.max_attempts} graded attempts are used"),
-            term.Refusal.COOLING_DOWN: (429, "Cooling down", "the next graded attempt may "
-                                        f"be made on {when(admission.wait_until)}"),
+        status, title = {
+            term.Refusal.NOT_OPEN: (403, "Not open yet"),
+            term.Refusal.CLOSED: (403, "Closed"),
+            term.Refusal.NO_ATTEMPTS: (403, "No attempts left"),
+            term.Refusal.COOLING_DOWN: (429, "Cooling down"),
         }[refusal]
         if refusal is term.Refusal.CLOSED and dates.closes_at() is not None:
             extra["closed_at"] = dates.closes_at().isoformat()  # type: ignore[union-attr]
-        super().__init__(status, title, detail, headers, **extra)
+        super().__init__(status, title, refusal_words(found).text(), headers, **extra)
         self.standing = found
 
 
@@ -156,8 +187,37 @@ def gate(assignment_id: str, student: str, now: datetime, *,
 class TermRefused(Refused):
     """A change of the term that cannot be made (422)."""
 
-    def __init__(self, detail: str) -> None:
-        super().__init__(422, "Invalid course term", detail)
+    def __init__(self, detail: str, title: str = "Invalid course term") -> None:
+        super().__init__(422, title, detail)
+
+
+def form_dates(form: Mapping[str, str]) -> term.Dates:
+    """The dates of a page's form (the term page's, the LTI picker's): ``opens_at``,
+    ``due_at``, ``late_until`` as ``datetime-local`` values (empty: none), in the zone
+    ``tz`` that the page's script fills in from the browser (UTC without it; a value
+    that names its own offset keeps it), in UTC. Only read, not checked against each
+    other (:func:`check_dates`: an extension's are checked merged with the
+    assignment's); raises :class:`TermRefused`."""
+    name = (form.get("tz") or "UTC").strip()[:64] or "UTC"
+    try:
+        zone = ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise TermRefused(f"{name!r} is not a time zone; the page fills it in from your "
+                          "browser (or UTC)", "Unknown time zone") from None
+    found: dict[str, datetime | None] = {}
+    for field in DATE_FIELDS:
+        raw = (form.get(field) or "").strip()[:32]
+        if not raw:
+            found[field] = None
+            continue
+        try:
+            at = datetime.fromisoformat(raw)
+        except ValueError:
+            raise TermRefused(f"{field.replace('_', ' ')}: {raw!r} is not a date and time "
+                              "(YYYY-MM-DDTHH:MM)", "Not a date") from None
+        found[field] = (at if at.tzinfo is not None else at.replace(tzinfo=zone)) \
+            .astimezone(UTC)
+    return term.Dates(**found)
 
 
 def check_dates(dates: term.Dates, who: str = "the assignment") -> None:
@@ -331,11 +391,6 @@ def take_lms_dates(s: Session, assignment: Assignment, sent: dict[str, datetime 
     return change.opened
 
 
-def students_with_extensions(s: Session, assignment_id: str) -> Sequence[Extension]:
-    return list(s.scalars(select(Extension).where(Extension.assignment_id == assignment_id)
-                          .order_by(Extension.student_id)))
-
-
 def apply_patch(s: Session, assignment: Assignment, patch: AssignmentPatch, *, actor: str,
                 now: datetime | None = None) -> list[str]:
     """Make the changes of ``PATCH /v1/assignments/{id}`` (the gradebook's forms make
@@ -382,7 +437,7 @@ def assignment_out(s: Session, assignment: Assignment) -> AssignmentOut:
         extensions=[ExtensionOut(student_id=e.student_id, opens_at=e.opens_at,
                                  due_at=e.due_at, late_until=e.late_until,
                                  granted_by=e.granted_by, granted_at=e.granted_at)
-                    for e in students_with_extensions(s, assignment.id)],
+                    for e in grades.extension_rows(s, assignment.id)],
         score_override=[_override_out(row) for _, row in sorted(forced.items())],
         score_override_history=[_override_out(row) for row in history],
         sends_grades=scores_url(s, assignment.id) is not None)

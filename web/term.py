@@ -10,7 +10,7 @@ from datetime import datetime
 
 from markupsafe import Markup
 
-from service import term
+from service import term, terms
 from service.models import Assignment
 from service.terms import Standing, when
 from service.wire import SubmissionOut
@@ -110,30 +110,18 @@ def term_words(found: Standing, assignment: Assignment) -> TermView:
         open=admission.allowed, attempts_left=found.attempts_left)
 
 
-def _time(at: datetime | None) -> Markup:
+def _time(at: datetime) -> Markup:
     """A date in a sentence: UTC words the script shows again in the viewer's zone."""
-    if at is None:
-        return Markup("never")
     return Markup('<time datetime="{}" data-local>{}</time>').format(at.isoformat(), when(at))
 
 
 def refusal_words(found: Standing) -> Markup:
-    """Why a graded submission is refused now, in words, with the date or the wait."""
-    admission, dates = found.admission, found.dates
-    refusal = admission.refusal
-    if refusal is term.Refusal.NOT_OPEN:
-        return Markup("This assignment opens on {}; you can run the sample tests until "
-                      "then.").format(_time(dates.opens_at))
-    if refusal is term.Refusal.CLOSED:
-        return Markup("This assignment closed on {}; it takes no more graded submissions. "
-                      "You can still run the sample tests.").format(_time(dates.closes_at()))
-    if refusal is term.Refusal.NO_ATTEMPTS:
-        return Markup("You have used all {} graded attempts. You can still run the sample "
-                      "tests.").format(found.rules.max_attempts)
-    if refusal is term.Refusal.COOLING_DOWN:
-        return Markup("Your next graded attempt can be made on {}. You can run the sample "
-                      "tests meanwhile.").format(_time(admission.wait_until))
-    return Markup("")
+    """Why a graded submission is refused now (:func:`service.terms.refusal_words`, the
+    API's words), its date in a ``<time>`` element."""
+    said = terms.refusal_words(found)
+    if said.at is None:
+        return Markup("{}").format(said.before)
+    return Markup("{}{}{}").format(said.before, _time(said.at), said.after)
 
 
 def withhold_hidden(result: SubmissionOut, found: Standing) -> SubmissionOut:

@@ -166,8 +166,7 @@ def policy(assignment_id: str) -> ResponseReturnValue:
     with svc.db.session() as s:
         opened = set_policy(s, taught_assignment(s, who, assignment_id),
                             "best" if chosen == "best" else "latest")
-    deliveries.queue(svc.celery, [(d, 0) for d in opened],
-                     timeout=svc.settings.publish_timeout_seconds)
+    deliveries.queue_opened(svc.celery, svc.settings, opened)
     return redirect(url_for("instructor.gradebook_page", assignment_id=assignment_id,
                             policy_sent=len(opened)), 303)
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from flask import redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
@@ -28,25 +27,20 @@ HIDDEN = {"immediately": "at once", "after_due": "after the due date (the studen
           "score_only": "never (verdict and score only)"}
 
 
-def _zone() -> ZoneInfo:
-    name = request.form.get("tz", "UTC")[:64] or "UTC"
+def _dates() -> term.Dates:
+    """The form's dates in the instructor's zone (:func:`service.terms.form_dates`)."""
     try:
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise PageError(422, "Unknown time zone", f"{name!r} is not a time zone; the page "
-                        "fills it in from your browser (or UTC).") from None
+        return terms.form_dates(request.form)
+    except terms.TermRefused as exc:
+        raise PageError(exc.status, exc.title, exc.detail) from None
 
 
-def _date(name: str, zone: ZoneInfo) -> datetime | None:
-    """A ``datetime-local`` field in ``zone``, as an aware datetime; None when empty."""
-    raw = request.form.get(name, "").strip()[:32]
-    if not raw:
-        return None
-    try:
-        return datetime.fromisoformat(raw).replace(tzinfo=zone)
-    except ValueError:
-        raise PageError(422, "Not a date", f"{name.replace('_', ' ')}: {raw!r} is not a "
-                        "date and time (YYYY-MM-DDTHH:MM).") from None
+def _student(title: str) -> str:
+    """The student the form names; 422 with ``title`` when none is chosen."""
+    student = request.form.get("student", "").strip()[:255]
+    if not student:
+        raise PageError(422, title, "Choose a student.")
+    return student
 
 
 def _number(name: str, kind: type, *, low: float, high: float,
@@ -77,8 +71,7 @@ def _actor(who: Principal) -> str:
 
 def _done(assignment_id: str, opened: list[str], what: str) -> ResponseReturnValue:
     svc = services()
-    deliveries.queue(svc.celery, [(d, 0) for d in opened],
-                     timeout=svc.settings.publish_timeout_seconds)
+    deliveries.queue_opened(svc.celery, svc.settings, opened)
     return redirect(url_for("instructor.term_page", assignment_id=assignment_id,
                             changed=what, resent=len(opened)), 303)
 
@@ -104,7 +97,7 @@ def term_page(assignment_id: str) -> str:
         members = list(s.scalars(select(Member).where(Member.course_id == found.course_id)))
         names = {m.user_id: m.name for m in members}
         learners = {m.user_id for m in members if not is_instructor(m.roles)}
-        exts = terms.students_with_extensions(s, found.id)
+        exts = grades.extension_rows(s, found.id)
         history = terms.audit(s, found.id)
         forced = grades.overrides(s, found.id)
         sends = terms.scores_url(s, found.id) is not None
@@ -121,8 +114,8 @@ def term_page(assignment_id: str) -> str:
 
 @bp.post("/app/<sid>/assignments/<assignment_id>/term/rules")
 def term_rules(assignment_id: str) -> ResponseReturnValue:
-    zone = _zone()
-    changes: dict[str, Any] = {n: _date(n, zone) for n in terms.DATE_FIELDS}
+    dates = _dates()
+    changes: dict[str, Any] = {n: getattr(dates, n) for n in terms.DATE_FIELDS}
     changes["late_penalty_percent_per_day"] = _number(
         "late_penalty_percent_per_day", float, low=0, high=100)
     changes["late_score_floor_percent"] = _number("late_score_floor_percent", float,
@@ -146,12 +139,9 @@ def term_rules(assignment_id: str) -> ResponseReturnValue:
 
 @bp.post("/app/<sid>/assignments/<assignment_id>/term/extensions")
 def term_extension(assignment_id: str) -> ResponseReturnValue:
-    student = request.form.get("student", "").strip()[:255]
-    if not student:
-        raise PageError(422, "Whose extension?", "Choose a student.")
+    student = _student("Whose extension?")
     remove = request.form.get("remove") == "1"
-    zone = _zone()
-    dates = None if remove else term.Dates(*(_date(n, zone) for n in terms.DATE_FIELDS))
+    dates = None if remove else _dates()
     if dates is not None and all(getattr(dates, n) is None for n in terms.DATE_FIELDS):
         raise PageError(422, "No date given", "An extension sets at least one date.")
 
@@ -164,9 +154,7 @@ def term_extension(assignment_id: str) -> ResponseReturnValue:
 
 @bp.post("/app/<sid>/assignments/<assignment_id>/term/overrides")
 def term_override(assignment_id: str) -> ResponseReturnValue:
-    student = request.form.get("student", "").strip()[:255]
-    if not student:
-        raise PageError(422, "Whose grade?", "Choose a student.")
+    student = _student("Whose grade?")
     reason = " ".join(request.form.get("reason", "").split())[:500]
     remove = request.form.get("remove") == "1"
     given = None if remove else _number("score_given", float, low=0, high=1e6, blank=None)
