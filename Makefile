@@ -76,6 +76,7 @@ bench: install
 	$(BIN)/python bench/cpu_accounting.py
 	$(BIN)/python bench/verify_under_load.py
 	$(BIN)/python bench/probes.py
+	$(BIN)/python bench/compose_scale.py --aba
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache var frontend/node_modules web/static/dist

@@ -109,9 +109,9 @@ class Stack:
     """The compose project under test, through the compose CLI and the HTTP API."""
 
     def __init__(self, compose: list[str], project: str, override: Path, port: int,
-                 env: dict[str, str]) -> None:
-        self.base = [*compose, "--profile", "tls", "-p", project,
-                     "-f", str(REPO / "compose.yaml"), "-f", str(override)]
+                 env: dict[str, str], profiles: tuple[str, ...] = ("tls",)) -> None:
+        self.base = [*compose, *(f for p in profiles for f in ("--profile", p)),
+                     "-p", project, "-f", str(REPO / "compose.yaml"), "-f", str(override)]
         self.project = project
         self.url = f"http://127.0.0.1:{port}"
         self.env = env
@@ -267,24 +267,32 @@ def interrupt_one_worker(stack: Stack, total: int) -> tuple[str, list[str]]:
     raise CheckFailed("no worker held a grading to interrupt within 300 s")
 
 
-def run_batch(stack: Stack, count: int) -> tuple[int, set[str], dict[str, tuple[str, str]]]:
-    """Grade ``count`` filed examples in one batch per problem, killing a worker midway.
-    Returns (graded as filed, hosts that stored gradings, submission -> (verdict, file))."""
-    chosen = examples(count)
+def post_batches(stack: Stack, chosen: list[tuple[str, str, str, str]], name: str,
+                 prefix: str = "s") -> tuple[list[str], dict[tuple[str, str], tuple[str, str]]]:
+    """One ``POST /v1/batches`` per problem of ``chosen`` (:func:`examples`), back to back,
+    students ``{prefix}0000`` on. Returns the batch ids and (problem, student) -> (verdict
+    as filed, file name)."""
     groups: dict[str, list[dict[str, str]]] = {}
     expected: dict[tuple[str, str], tuple[str, str]] = {}
-    for i, (problem, verdict, name, code) in enumerate(chosen):
-        student = f"s{i:04d}"
+    for i, (problem, verdict, file, code) in enumerate(chosen):
+        student = f"{prefix}{i:04d}"
         groups.setdefault(problem, []).append({"student_id": student, "code": code})
-        expected[problem, student] = (verdict, name)
+        expected[problem, student] = (verdict, file)
     batches = []
     for problem, entries in groups.items():
         status, body = stack.http("POST", "/v1/batches", {
-            "problem": problem, "name": "compose-check", "submissions": entries}, timeout=120)
+            "problem": problem, "name": name, "submissions": entries}, timeout=120)
         if status != 201 and status != 202 and status != 200:
             raise CheckFailed(f"POST /v1/batches for {problem} answered {status}: {body}")
         batches.append(body["id"])
-    log(f"batch: {count} submissions of {len(groups)} problems queued")
+    return batches, expected
+
+
+def run_batch(stack: Stack, count: int) -> tuple[int, set[str], dict[str, tuple[str, str]]]:
+    """Grade ``count`` filed examples in one batch per problem, killing a worker midway.
+    Returns (graded as filed, hosts that stored gradings, submission -> (verdict, file))."""
+    batches, expected = post_batches(stack, examples(count), "compose-check")
+    log(f"batch: {count} submissions of {len(batches)} problems queued")
     killed_host, held = interrupt_one_worker(stack, count)
 
     found: dict[str, Any] = {}
