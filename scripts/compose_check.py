@@ -230,9 +230,16 @@ def stored_by_host(stack: Stack) -> dict[str, int]:
 
 
 def interrupt_one_worker(stack: Stack, total: int) -> tuple[str, list[str]]:
-    """Once both workers have stored gradings, freeze one that holds a grading in
-    progress, note the submissions it holds, and kill it. Returns the killed host and
-    those submissions."""
+    """Once both workers have stored gradings, kill one (SIGKILL) while it holds a grading
+    in progress. Returns the killed host and the gradings its death left open.
+
+    The worker is frozen first (``docker pause``) and killed only when, frozen, it holds a
+    grading and none of its database connections is inside a transaction: a store it had
+    begun (or a COMMIT still in the server's socket buffer, which shows as "idle in
+    transaction") could otherwise land after the kill. What the kill left open is read
+    again once the worker is dead; should it be nothing after all (its grading was stored
+    in the instant between the freeze and the death), the worker is started again (same
+    host name) and another try is made."""
     hosts = hostnames(stack)
 
     def both_grading() -> bool:
@@ -240,29 +247,36 @@ def interrupt_one_worker(stack: Stack, total: int) -> tuple[str, list[str]]:
         return all(by_host.get(h, 0) > 0 for h in hosts.values()) and (
             sum(by_host.values()) >= max(10, total // 5))
 
+    def open_on(host: str) -> list[str]:
+        rows = stack.sql("select submission_id from gradings where outcome is null and "
+                         f"split_part(worker, ':', 1) = '{host}'")
+        return [row[0] for row in rows]
+
     wait_for("both workers storing verdicts", 600, both_grading, every=1)
     end = time.monotonic() + 300
     while time.monotonic() < end:
         for cid, host in hosts.items():
             subprocess.run(["docker", "pause", cid], check=True, capture_output=True)
-            # Frozen, the worker sends nothing more; but a COMMIT it sent just before may
-            # still be running on its database connection. Only with none running is what
-            # the database shows as open really open when the worker dies.
             address = subprocess.run(
                 ["docker", "inspect", "-f",
                  "{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}", cid],
                 capture_output=True, text=True, check=True).stdout.split()
             busy, held = stack.sql(
                 "select (select count(*) from pg_stat_activity where state <> 'idle' and "
-                "state <> 'idle in transaction' and host(client_addr) = any(array["
-                + ",".join(f"'{a}'" for a in address) + "]::text[])), "
-                "coalesce((select string_agg(submission_id, ',') from gradings where "
-                f"outcome is null and split_part(worker, ':', 1) = '{host}'), '')")[0]
-            if int(busy) == 0 and held:
-                subprocess.run(["docker", "kill", cid], check=True, capture_output=True)
-                log(f"killed worker {host} (SIGKILL) while it graded {held}")
-                return host, held.split(",")
-            subprocess.run(["docker", "unpause", cid], check=True, capture_output=True)
+                "host(client_addr) = any(array[" + ",".join(f"'{a}'" for a in address)
+                + "]::text[])), coalesce((select string_agg(submission_id, ',') from "
+                f"gradings where outcome is null and split_part(worker, ':', 1) = '{host}'), "
+                "'')")[0]
+            if int(busy) != 0 or not held:
+                subprocess.run(["docker", "unpause", cid], check=True, capture_output=True)
+                continue
+            subprocess.run(["docker", "kill", cid], check=True, capture_output=True)
+            left = open_on(host)
+            if left:
+                log(f"killed worker {host} (SIGKILL) while it graded {', '.join(left)}")
+                return host, left
+            log(f"killed worker {host} just after it stored {held}; starting it again")
+            subprocess.run(["docker", "start", cid], check=True, capture_output=True)
         time.sleep(0.3)
     raise CheckFailed("no worker held a grading to interrupt within 300 s")
 
