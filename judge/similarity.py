@@ -1,0 +1,355 @@
+"""Similarity across a class: pairs of submissions ranked by how much code they share.
+
+A lead to check, not a verdict (:data:`NOTE`): two students may share code for honest
+reasons (a worked example, a study group, the one idiomatic way to write a line), and
+code may be copied in ways no token comparison sees.
+
+How it works, after MOSS (Schleimer, Wilkerson and Aiken, "Winnowing: local algorithms
+for document fingerprinting", SIGMOD 2003), as Dolos and JPlag do:
+
+1. **Tokens.** Each document is read by the standard library's :mod:`tokenize`, Python's
+   reference tokenizer: the judge grades Python only, so a grammar library buys nothing,
+   and a document that does not tokenize to the end is compared by what tokenized before
+   the error (never an exception). Comments, blank lines, indentation and docstrings
+   (a string that is a statement by itself) are dropped. Identifiers the student names
+   become one token ``V``; numbers ``N``; strings ``S``. Kept as they are: keywords,
+   operators, builtins (``zip``, ``range``), attribute names after a dot (``lax.psum``,
+   ``.device_put``: the API a solution calls is its substance, and renaming a variable
+   does not change it) and keyword-argument names in calls (``in_specs=``). The end of a
+   logical line is kept as ``;``.
+2. **Fingerprints.** Hashes (blake2b, 8 bytes: stable across processes, unlike
+   ``hash()``) of every ``k`` consecutive tokens that lie in one top-level statement (a
+   ``def`` with its body, an assignment, an import): k-grams never span two top-level
+   statements, so reordering functions or module-level assignments loses nothing. A
+   statement shorter than ``k`` tokens but at least ``MIN_STATEMENT`` gets one
+   fingerprint of its own, and so does every logical line inside a body of that size,
+   so statements reordered inside a function still match line by line. Of the k-grams,
+   robust winnowing keeps the least hash of every ``window`` consecutive ones (the
+   rightmost on ties, each once): any match of ``k + window - 1`` tokens is seen.
+   Each fingerprint remembers the lines of its first and last token in the original
+   text, for the side-by-side view.
+3. **Templates.** Every k-gram (all of them, not only the winnowed) of a template
+   (the problem's starter code, its reference solution) is removed from every document
+   before comparing: code the class was given is not shared code.
+4. **Boilerplate.** A fingerprint found in more than ``max(2, boilerplate * N)`` of the
+   N documents is what many students write anyway (as MOSS's ``-m`` and Dolos's
+   ``--max-fingerprint-percentage``); it is ignored.
+5. **Score.** For documents A and B with fingerprint sets (what remains after 3 and 4),
+   ``shared = |A ∩ B|``; ``similarity = (containment + jaccard) / 2`` where
+   ``containment = shared / max(min(|A|, |B|), MIN_FINGERPRINTS)`` (dead code added to
+   a copy, or a helper inlined, does not hide the part that was copied) and
+   ``jaccard = shared / |A ∪ B|`` (a short document inside a long one is less than a
+   copy of it). Candidate pairs come from an inverted index (fingerprint to documents),
+   so documents that share nothing cost nothing.
+
+Robust to: renamed identifiers, changed literals, comments, layout and docstrings,
+reordered top-level definitions and reordered statements, dead code added, a helper
+inlined (its statements remain). Not robust to: a different algorithm or API for the
+same result (``einsum`` for ``@``), statements rewritten token by token, code split into
+many tiny statements.
+
+Bounds: at most ``MAX_DOCUMENTS`` documents and ``MAX_TEMPLATES`` templates; a document
+or template longer than ``MAX_CHARS`` characters is compared by its first ``MAX_CHARS``
+(and named in ``Comparison.truncated``); no recursion on the input.
+
+Public API (stable): :class:`Document`, :class:`Fragment`, :class:`Pair`,
+:class:`Cluster`, :class:`Comparison` (``clusters(threshold)``), :func:`compare`,
+:func:`fingerprint`, :data:`NOTE`.
+"""
+
+from __future__ import annotations
+
+import builtins
+import hashlib
+import io
+import keyword
+import tokenize
+from collections import defaultdict
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+NOTE = ("Similarity is a lead to check, not a verdict: read both submissions side by side "
+        "before drawing any conclusion.")
+MAX_DOCUMENTS = 2000
+MAX_TEMPLATES = 20
+MAX_CHARS = 256 * 1024
+K = 10  # tokens per k-gram
+WINDOW = 4  # k-grams per winnowing window: a match of K + WINDOW - 1 = 13 tokens is seen
+BOILERPLATE = 0.25  # of the class: a fingerprint in more documents than this is ignored
+MIN_STATEMENT = 6  # tokens: a shorter statement is too common to fingerprint alone
+MIN_FINGERPRINTS = 8  # containment's denominator at least: tiny documents do not score 1
+MAX_FRAGMENTS = 50  # fragments kept per pair
+_GAP = 2  # lines: matching spans this close together are one fragment
+_SKIP = {tokenize.COMMENT, tokenize.NL, tokenize.INDENT, tokenize.DEDENT,
+         tokenize.ENCODING, tokenize.ENDMARKER, tokenize.ERRORTOKEN}
+_KEPT_NAMES = frozenset(keyword.kwlist) | frozenset(keyword.softkwlist) | frozenset(
+    n for n in dir(builtins) if not n.startswith("_"))
+
+
+@dataclass(frozen=True)
+class Document:
+    """One student's code (a notebook's graded code: :func:`judge.notebook.read_notebook`),
+    named by whatever the caller uses to name students."""
+
+    name: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Fragment:
+    """Lines of ``a`` and of ``b`` that match: 1-based, inclusive."""
+
+    a_lines: tuple[int, int]
+    b_lines: tuple[int, int]
+
+
+@dataclass(frozen=True)
+class Pair:
+    a: str  # a < b
+    b: str
+    similarity: float  # in [0, 1]
+    shared: int  # fingerprints in common, after templates and boilerplate
+    fragments: tuple[Fragment, ...]  # ordered by a's lines
+
+
+@dataclass(frozen=True)
+class Cluster:
+    members: tuple[str, ...]  # sorted
+    max_similarity: float
+    mean_similarity: float  # over the cluster's pairs at or above the threshold
+
+
+@dataclass(frozen=True)
+class Comparison:
+    pairs: tuple[Pair, ...]  # every pair with similarity > 0, most similar first
+    documents: int  # compared
+    skipped: tuple[str, ...] = ()  # documents with no fingerprint left (too short, all template)
+    truncated: tuple[str, ...] = ()  # documents compared by their first MAX_CHARS only
+
+    def clusters(self, threshold: float) -> list[Cluster]:
+        """Connected components of the pairs at or above ``threshold`` (union-find), the
+        most similar first (ties by members)."""
+        parent: dict[str, str] = {}
+
+        def find(x: str) -> str:
+            parent.setdefault(x, x)
+            while parent[x] != x:
+                parent[x] = parent[parent[x]]
+                x = parent[x]
+            return x
+
+        kept = [p for p in self.pairs if p.similarity >= threshold]
+        for p in kept:
+            ra, rb = find(p.a), find(p.b)
+            if ra != rb:
+                parent[max(ra, rb)] = min(ra, rb)
+        groups: dict[str, list[Pair]] = defaultdict(list)
+        for p in kept:
+            groups[find(p.a)].append(p)
+        clusters = []
+        for pairs in groups.values():
+            members = tuple(sorted({m for p in pairs for m in (p.a, p.b)}))
+            sims = [p.similarity for p in pairs]
+            clusters.append(Cluster(members, max(sims), round(sum(sims) / len(sims), 4)))
+        clusters.sort(key=lambda c: (-c.max_similarity, c.members))
+        return clusters
+
+
+@dataclass(frozen=True)
+class _Token:
+    text: str
+    first: int  # line
+    last: int
+    unit: int  # the top-level statement it is in
+    line: int  # the logical line it is in
+
+
+def tokens(text: str) -> list[_Token]:
+    """``text`` as normalised tokens (the module docstring, step 1); never raises."""
+    out: list[_Token] = []
+    unit = line = 0
+    line_start = True  # the next significant token starts a logical line
+    pending: list[_Token] = []  # a logical line's tokens: a lone string is a docstring
+    depth = 0  # brackets open
+    prev = ""
+    for tok in _raw(text[:MAX_CHARS]):
+        kind, string = tok.type, tok.string
+        if kind == tokenize.NEWLINE:
+            if not (len(pending) == 1 and pending[0].text == "S"):
+                out.extend(pending)
+                if pending:
+                    out.append(_Token(";", tok.start[0], tok.start[0], unit, line))
+            pending = []
+            line_start, prev = True, ";"
+            continue
+        if kind in _SKIP:
+            continue
+        if line_start:
+            line += 1
+            if tok.start[1] == 0:
+                unit += 1
+            line_start = False
+        if kind == tokenize.NAME:
+            if string in _KEPT_NAMES or prev == "." or (depth and _followed_by_equals(tok)):
+                norm = string
+            else:
+                norm = "V"
+        elif kind == tokenize.NUMBER:
+            norm = "N"
+        elif kind == tokenize.STRING or kind in _FSTRING:
+            norm = "S"
+            if pending and pending[-1].text == "S":  # adjacent strings are one
+                continue
+        else:
+            norm = string
+            if string in "([{":
+                depth += 1
+            elif string in ")]}" and depth:
+                depth -= 1
+        pending.append(_Token(norm, tok.start[0], tok.end[0], unit, line))
+        prev = norm
+    out.extend(pending)
+    return out
+
+
+_FSTRING = {getattr(tokenize, n) for n in ("FSTRING_START", "FSTRING_MIDDLE", "FSTRING_END")
+            if hasattr(tokenize, n)}
+
+
+def _followed_by_equals(tok: tokenize.TokenInfo) -> bool:
+    rest = tok.line[tok.end[1]:] if tok.start[0] == tok.end[0] else ""
+    rest = rest.lstrip()
+    return rest.startswith("=") and not rest.startswith("==")
+
+
+def _raw(text: str) -> Iterator[tokenize.TokenInfo]:
+    """The tokens of ``text`` up to the first error (an unterminated string or bracket,
+    a bad dedent, junk): the rest is not compared."""
+    try:
+        yield from tokenize.generate_tokens(io.StringIO(text).readline)
+    except (tokenize.TokenError, SyntaxError, ValueError):
+        return
+
+
+def _hash(parts: Sequence[str]) -> int:
+    digest = hashlib.blake2b("\x1f".join(parts).encode("utf-8", "replace"), digest_size=8)
+    return int.from_bytes(digest.digest(), "big")
+
+
+Span = tuple[int, int]
+
+
+def fingerprint(text: str, *, k: int = K, window: int = WINDOW) -> dict[int, list[Span]]:
+    """The fingerprints of ``text`` (the module docstring, step 2), each with the line
+    spans where it occurs; ``window=1`` keeps every k-gram (what templates use)."""
+    toks = tokens(text)
+    grams: list[tuple[int, Span]] = []  # in order, per top-level statement
+    prints: dict[int, list[Span]] = defaultdict(list)
+    for group in _runs(toks, lambda t: t.unit):
+        if len(group) >= k:
+            unit_grams = [(_hash([t.text for t in group[i:i + k]]),
+                           (group[i].first, group[i + k - 1].last))
+                          for i in range(len(group) - k + 1)]
+            for h, span in _winnow(unit_grams, window):
+                prints[h].append(span)
+            grams.extend(unit_grams)
+        for stmt in _runs(group, lambda t: t.line):
+            if MIN_STATEMENT <= len(stmt) < k:
+                prints[_hash(["stmt", *(t.text for t in stmt)])].append(
+                    (stmt[0].first, stmt[-1].last))
+    return dict(prints)
+
+
+def _runs(toks: Sequence[_Token], key: Callable[[_Token], int]) -> Iterator[list[_Token]]:
+    run: list[_Token] = []
+    for t in toks:
+        if run and key(t) != key(run[-1]):
+            yield run
+            run = []
+        run.append(t)
+    if run:
+        yield run
+
+
+def _winnow(grams: list[tuple[int, Span]], window: int) -> list[tuple[int, Span]]:
+    """Robust winnowing: the least hash of each window (the rightmost on ties), each
+    position once. Fewer k-grams than a window: the least of them."""
+    if window <= 1:
+        return grams
+    picked: list[tuple[int, Span]] = []
+    last = -1
+    for start in range(max(1, len(grams) - window + 1)):
+        chunk = range(start, min(start + window, len(grams)))
+        best = min(chunk, key=lambda i: (grams[i][0], -i))
+        if best != last:
+            picked.append(grams[best])
+            last = best
+    return picked
+
+
+def compare(documents: Sequence[Document], templates: Sequence[str] = (), *,
+            k: int = K, window: int = WINDOW, boilerplate: float = BOILERPLATE) -> Comparison:
+    """Every pair of ``documents`` that shares code, most similar first (ties by names);
+    ``templates`` (starter code, the reference) are code no one is credited with.
+
+    Raises ``ValueError`` for more than ``MAX_DOCUMENTS`` documents, more than
+    ``MAX_TEMPLATES`` templates, two documents of one name or bad parameters."""
+    if len(documents) > MAX_DOCUMENTS:
+        raise ValueError(f"{len(documents)} documents; the most compared at once is "
+                         f"{MAX_DOCUMENTS}")
+    if len(templates) > MAX_TEMPLATES:
+        raise ValueError(f"{len(templates)} templates; the most is {MAX_TEMPLATES}")
+    if not (2 <= k <= 100 and 1 <= window <= 100 and 0 < boilerplate <= 1):
+        raise ValueError("k must be in 2..100, window in 1..100, boilerplate in (0, 1]")
+    names = [d.name for d in documents]
+    if len(set(names)) != len(names):
+        raise ValueError("two documents have the same name")
+    excluded: set[int] = set()
+    for template in templates:
+        excluded.update(fingerprint(template, k=k, window=1))
+    prints = []
+    for doc in documents:
+        fp = fingerprint(doc.text, k=k, window=window)
+        prints.append({h: spans for h, spans in fp.items() if h not in excluded})
+    index: dict[int, list[int]] = defaultdict(list)
+    for i, fp in enumerate(prints):
+        for h in fp:
+            index[h].append(i)
+    most = max(2, int(boilerplate * len(documents)))
+    common = {h for h, docs in index.items() if len(docs) > most}
+    sizes = [len(fp.keys() - common) for fp in prints]
+    shared: dict[tuple[int, int], list[int]] = defaultdict(list)
+    for h, docs in index.items():
+        if h in common or len(docs) < 2:
+            continue
+        for x in range(len(docs)):
+            for y in range(x + 1, len(docs)):
+                shared[(docs[x], docs[y])].append(h)
+    pairs = []
+    for (i, j), hashes in shared.items():
+        n = len(hashes)
+        containment = n / max(min(sizes[i], sizes[j]), MIN_FINGERPRINTS)
+        jaccard = n / (sizes[i] + sizes[j] - n)
+        a, b = (i, j) if names[i] < names[j] else (j, i)
+        pairs.append(Pair(names[a], names[b], round(min(1.0, (containment + jaccard) / 2), 4),
+                          n, _fragments(prints[a], prints[b], hashes)))
+    pairs.sort(key=lambda p: (-p.similarity, -p.shared, p.a, p.b))
+    skipped = tuple(sorted(names[i] for i, size in enumerate(sizes) if size == 0))
+    truncated = tuple(sorted(d.name for d in documents if len(d.text) > MAX_CHARS))
+    return Comparison(tuple(pairs), len(documents), skipped, truncated)
+
+
+def _fragments(a: dict[int, list[Span]], b: dict[int, list[Span]], hashes: list[int]
+               ) -> tuple[Fragment, ...]:
+    """The matching spans as fragments: each shared fingerprint's first span in a with
+    its first in b, merged where both sides touch or overlap (within ``_GAP`` lines)."""
+    spans = sorted((a[h][0], b[h][0]) for h in hashes)
+    merged: list[list[int]] = []
+    for (a0, a1), (b0, b1) in spans:
+        if merged:
+            m = merged[-1]
+            if a0 <= m[1] + _GAP and b0 <= m[3] + _GAP and b1 >= m[2] - _GAP:
+                m[1], m[2], m[3] = max(m[1], a1), min(m[2], b0), max(m[3], b1)
+                continue
+        merged.append([a0, a1, b0, b1])
+    return tuple(Fragment((m[0], m[1]), (m[2], m[3])) for m in merged[:MAX_FRAGMENTS])
