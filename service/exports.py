@@ -53,12 +53,14 @@ def _passed(tests: Iterable[TestResult]) -> int:
     return sum(t.verdict == Verdict.ACCEPTED for t in tests)
 
 
-def _num(x: float) -> str:
+def num(x: float) -> str:
     """A number as a spreadsheet reads it best: ``3``, ``2.5``, ``0.333``."""
     return f"{x:.3f}".rstrip("0").rstrip(".")
 
 
-def _cell(value: str) -> str:
+def cell(value: str) -> str:
+    """``value`` as a CSV cell a spreadsheet will not read as a formula (a leading
+    quote before ``= + - @``, a tab or a carriage return)."""
     return "'" + value if value.startswith(_FORMULA_START) else value
 
 
@@ -76,10 +78,10 @@ def results_csv(rows: Iterable[ExportRow], header: bool = True) -> str:
             cells += [""] * (len(HEADER) - len(cells))
         else:
             cells += [
-                report.verdict.value, _num(report.score), _num(report.max_score),
-                str(_passed(report.tests)), str(len(report.tests)), _num(report.time_ms),
+                report.verdict.value, num(report.score), num(report.max_score),
+                str(_passed(report.tests)), str(len(report.tests)), num(report.time_ms),
             ]
-        writer.writerow([_cell(c) for c in cells])
+        writer.writerow([cell(c) for c in cells])
     return out.getvalue()
 
 
