@@ -25,6 +25,7 @@ from judge.settings import Settings
 Identifier = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=100)]
 Slug = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]*$", max_length=80)]
 ArgType = Literal["float", "int", "array", "numpy", "str", "bool", "any"]
+MAX_STARTER_BYTES = 64 * 1024
 VERDICT_DIRS = (
     "accepted",
     "wrong_answer",
@@ -101,6 +102,10 @@ class ProblemSpec(_Model):
     scoring: Scoring = Scoring()
     checker: CheckerSpec = CheckerSpec()
     reference: str = "reference.py"
+    starter: str | None = Field(
+        default=None, pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}\.py$",
+        description="A .py file of the package (at its top): the code a student starts "
+        "from. Default: the entry point's signature with a body of ``...``.")
     tests: TestsSpec
     probes: list[ProbeSpec] = Field(default_factory=list, max_length=20, description=(
         "What the judge checks about the program the entry point compiles to "
@@ -169,6 +174,8 @@ class Problem:
         except OSError as exc:
             raise ProblemError(f"{problem_id}: cannot read statement.md: {exc}") from None
         problem = cls(problem_id, path, spec, statement, version)
+        if spec.starter is not None:
+            _ = problem.starter  # a missing or unreadable starter fails at load
         try:
             _ = problem.checker  # an unknown checker or bad params fail at load, not at grading
         except ConfigError as exc:
@@ -189,6 +196,22 @@ class Problem:
     @property
     def reference_path(self) -> Path:
         return self.path / self.spec.reference
+
+    @cached_property
+    def starter(self) -> str:
+        """The code a student starts from: the package's ``starter`` file, or the entry
+        point's signature with a body of ``...``."""
+        if self.spec.starter is None:
+            return self.spec.entry_point.signature + "\n    ...\n"
+        where = self.path / self.spec.starter
+        try:
+            if where.stat().st_size > MAX_STARTER_BYTES:
+                raise ProblemError(f"{self.id}: the starter {self.spec.starter} is larger "
+                                   f"than {MAX_STARTER_BYTES} bytes")
+            return where.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ProblemError(f"{self.id}: cannot read the starter {self.spec.starter}: "
+                               f"{exc}") from None
 
     @property
     def submissions_dir(self) -> Path:

@@ -42,4 +42,5 @@ def detail(problem: Problem) -> ProblemDetail:
         samples=samples,
         hidden_tests=sum(1 for t in tests if t.visibility == "hidden"),
         max_score=sum(t.points for t in tests),
+        starter=problem.starter,
     )

@@ -69,6 +69,8 @@ class ProblemDetail(ProblemSummary):
     samples: list[SampleTestOut]
     hidden_tests: int = Field(description="How many hidden tests there are; never their data.")
     max_score: float
+    starter: str = Field(default="", description="The code a student starts from: the "
+                         "package's starter file, or the signature with a body of ...")
 
 
 class BrokenProblem(_Out):
