@@ -16,6 +16,7 @@ from app.services import Services
 
 def include(app: Flask, svc: Services) -> None:
     from api import (
+        analytics,
         assignments,
         batches,
         docs,
@@ -24,12 +25,13 @@ def include(app: Flask, svc: Services) -> None:
         launch_links,
         problems,
         problemsets,
+        similarity,
         submissions,
     )
 
     errors.register(app)
-    for module in (problems, problemsets, submissions, batches, assignments, launch_links,
-                   health, docs):
+    for module in (analytics, problems, problemsets, submissions, batches, assignments,
+                   similarity, launch_links, health, docs):
         app.register_blueprint(module.bp)
     settings = svc.settings
     body_limit(app, "submissions.create_submission", submission_body(settings, svc.judge))

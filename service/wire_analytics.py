@@ -11,9 +11,16 @@ from typing import Literal
 
 from pydantic import Field
 
-from service.wire import _Out
+from service.wire import _In, _Out
 
 Scope = Literal["assignment", "problem"]
+
+
+class AnalyticsQuery(_In):
+    format: Literal["json", "csv"] = Field(
+        default="json", description="csv: the same numbers as one CSV document, a row "
+        "per number under chart,key,detail,expected,count,total,percent,at "
+        "(docs/analytics.md, CSV).")
 
 
 class ScoreBin(_Out):
