@@ -57,7 +57,7 @@ from typing import Any
 
 from docker.api import APIClient
 from docker.errors import APIError
-from docsection import measured, replace_section
+from docsection import command_line, measured, replace_section
 from rich.console import Console
 from rich.table import Table
 
@@ -429,16 +429,6 @@ def tables(phases: list[Phase], args: argparse.Namespace) -> tuple[Table, Table,
     return t1, t2, lines
 
 
-def command(args: argparse.Namespace, defaults: argparse.Namespace) -> str:
-    words = ["python bench/compose_scale.py"]
-    for name in ("batch", "warmup", "idle", "concurrency", "service_cores"):
-        if getattr(args, name) != getattr(defaults, name):
-            words.append(f"--{name.replace('_', '-')} {getattr(args, name)}")
-    if args.aba:
-        words.append("--aba")
-    return " ".join(words)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--batch", type=int, default=120, help="submissions per phase")
@@ -509,7 +499,9 @@ def main() -> int:
     replace_section("compose_scale", [
         "## Scale-out through compose",
         "",
-        measured(command(args, defaults)) + f", in {minutes:.0f} minutes. compose.yaml's "
+        measured(command_line(
+        "python bench/compose_scale.py", args, defaults,
+        ("batch", "warmup", "idle", "concurrency", "service_cores"), ("aba",))) + f", in {minutes:.0f} minutes. compose.yaml's "
         "stack (PostgreSQL, Redis, the API with 2 gevent processes, the sweeper, the "
         "webhook worker; images from `scripts/compose-check.sh --images-only`, the "
         "check's settings) grades the same batch in each phase: "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import platform
 import subprocess
@@ -19,6 +20,18 @@ def measured(command: str) -> str:
     return (f"Measured {date.today()} on {platform.node() or 'this machine'} "
             f"({os.cpu_count()} cores, Python {platform.python_version()}, jaxjudge "
             f"{commit}) by `{command}`")
+
+
+def command_line(script: str, args: argparse.Namespace, defaults: argparse.Namespace,
+                 options: tuple[str, ...], flags: tuple[str, ...] = ()) -> str:
+    """The command that ran a bench: ``script`` and each of ``options`` whose value is not
+    its default, then each of ``flags`` that is set (``--name value``, ``--flag``)."""
+    words = [script]
+    for name in options:
+        if getattr(args, name) != getattr(defaults, name):
+            words.append(f"--{name.replace('_', '-')} {getattr(args, name)}")
+    words += [f"--{name.replace('_', '-')}" for name in flags if getattr(args, name)]
+    return " ".join(words)
 
 
 def replace_section(name: str, lines: list[str], doc: Path = DOC) -> None:

@@ -53,7 +53,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from docsection import measured, replace_section
+from docsection import command_line, measured, replace_section
 from rich.console import Console
 from rich.table import Table
 
@@ -418,16 +418,6 @@ def plot(bench: Bench, scale: list[Config], base: Config, zygote: Config, path: 
     print(f"wrote {path} ({path.stat().st_size // 1024} KiB)")
 
 
-def command(args: argparse.Namespace, defaults: argparse.Namespace) -> str:
-    words = ["bench/speed.py"]
-    for name in ("batch", "baseline_batch", "runs", "scale_batch"):
-        if getattr(args, name) != getattr(defaults, name):
-            words.append(f"--{name.replace('_', '-')} {getattr(args, name)}")
-    if args.quick:
-        words.append("--quick")
-    return " ".join(words)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batch", type=int, default=200,
@@ -512,7 +502,9 @@ def main() -> None:
     replace_section("speed", [
         "## Speed: the zygote against a fresh container per submission (issue 12)",
         "",
-        measured(command(args, defaults)) + f", in {minutes:.0f} minutes. Each "
+        measured(command_line(
+        "bench/speed.py", args, defaults,
+        ("batch", "baseline_batch", "runs", "scale_batch"), ("quick",))) + f", in {minutes:.0f} minutes. Each "
         "configuration is the whole service (bench/stack.py: Redis, SQLite, Celery grading "
         "workers, gunicorn with 2 gevent processes) started for it alone. **Baseline**: "
         f"`JAXJUDGE_SANDBOX=docker`, no warm pool, {base.shape}, XLA's default flags: a "

@@ -466,16 +466,13 @@ def tear_down(stack: Stack, hosts: list[str]) -> None:
     stack.compose("down", "-v", "--remove-orphans", "-t", "120", timeout=600)
     # Sandboxes of a killed worker outlive it (the reaper removes them after
     # JAXJUDGE_DOCKER_REAP_AFTER_SECONDS); remove those of this project's workers now.
-    for host in hosts:
-        ids = subprocess.run(["docker", "ps", "-aq", "--filter",
-                              "label=org.jaxjudge.sandbox"], capture_output=True, text=True,
-                             check=True).stdout.split()
-        for cid in ids:
-            owner = subprocess.run(["docker", "inspect", "-f",
-                                    '{{index .Config.Labels "org.jaxjudge.owner"}}', cid],
-                                   capture_output=True, text=True).stdout.strip()
-            if owner.split(":")[0] == host:
-                subprocess.run(["docker", "rm", "-f", cid], capture_output=True)
+    listed = subprocess.run(["docker", "ps", "-a", "--filter", "label=org.jaxjudge.sandbox",
+                             "--format", '{{.ID}} {{.Label "org.jaxjudge.owner"}}'],
+                            capture_output=True, text=True, check=True).stdout.splitlines()
+    for line in listed:
+        cid, _, owner = line.partition(" ")
+        if owner.split(":")[0] in hosts:
+            subprocess.run(["docker", "rm", "-f", cid], capture_output=True)
     left = subprocess.run(["docker", "ps", "-aq", "--filter",
                            f"label=com.docker.compose.project={stack.project}"],
                           capture_output=True, text=True, check=True).stdout.split()

@@ -113,16 +113,16 @@ def refusal_words(found: Standing) -> Sentence:
     refusal = admission.refusal
     if refusal is term.Refusal.NOT_OPEN:
         return Sentence("This assignment opens on ", dates.opens_at,
-                    "; you can run the sample tests until then.")
+                        "; you can run the sample tests until then.")
     if refusal is term.Refusal.CLOSED:
         return Sentence("This assignment closed on ", dates.closes_at(), "; it takes no more "
-                    "graded submissions. You can still run the sample tests.")
+                        "graded submissions. You can still run the sample tests.")
     if refusal is term.Refusal.NO_ATTEMPTS:
         return Sentence(f"You have used all {found.rules.max_attempts} graded attempts. You "
-                    "can still run the sample tests.")
+                        "can still run the sample tests.")
     if refusal is term.Refusal.COOLING_DOWN:
         return Sentence("Your next graded attempt can be made on ", admission.wait_until,
-                    ". You can run the sample tests meanwhile.")
+                        ". You can run the sample tests meanwhile.")
     return Sentence("")
 
 
