@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Blueprint, Response, g
-from sqlalchemy import select
 
 from api.auth import require
 from api.errors import ApiError
@@ -17,7 +16,8 @@ from api.spec import operation, parse_query
 from app.services import services
 from service.analytics import analytics_csv, assignment_analytics, problem_analytics
 from service.library import ProblemUnavailable
-from service.models import Assignment, Role
+from service.models import Role
+from service.pages import find_assignment
 from service.wire_analytics import Analytics, AnalyticsQuery
 
 bp = Blueprint("analytics", __name__)
@@ -46,8 +46,7 @@ def assignment(assignment_id: str) -> Any:
     query = parse_query(AnalyticsQuery)
     svc = services()
     with svc.db.session() as s:
-        found = s.scalar(select(Assignment).where(Assignment.id == assignment_id,
-                                                  Assignment.tenant_id == g.tenant_id))
+        found = find_assignment(s, g.tenant_id, assignment_id)
         if found is None:
             raise ApiError(404, "Not found", f"no assignment {assignment_id}")
         result = assignment_analytics(s, found, now=svc.clock())
