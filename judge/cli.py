@@ -330,6 +330,61 @@ def verify(obj: Context, problem_ids: tuple[str, ...], sandbox_name: str | None,
                   + (f", {warnings} weakness(es) to look at" if warnings else ""))
 
 
+@cli.command()
+@click.argument("path", metavar="DIR|ZIP", type=click.Path(path_type=Path))
+@click.option("--template", "templates", multiple=True, type=click.Path(path_type=Path),
+              help="Code the class was given (starter code, a reference): left out. Repeatable.")
+@click.option("--problem", "problem_id", default=None, metavar="ID",
+              help="Leave out this problem's starter code and reference.")
+@click.option("--threshold", default=0.5, show_default=True, type=click.FloatRange(0, 1),
+              help="Clusters link the pairs at or above it.")
+@click.option("--top", default=20, show_default=True, type=click.IntRange(1, 100000),
+              help="Pairs printed.")
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+@click.pass_obj
+def similarity(obj: Context, path: Path, templates: tuple[Path, ...], problem_id: str | None,
+               threshold: float, top: int, as_json: bool) -> None:
+    """Rank pairs of a class's submissions by similarity: a lead to check, not a verdict.
+
+    DIR|ZIP holds one student per top-level entry: a .py or .ipynb file (a notebook by
+    its graded code), or a folder whose .py files, in sorted order, are the student's
+    code. docs/similarity.md says how it works."""
+    import json
+
+    from judge.similarity import NOTE, compare
+    from judge.similarity_input import read_class, read_template
+
+    given = [read_template(t, obj.settings) for t in templates]
+    if problem_id is not None:
+        problem = obj.catalog.get(problem_id)
+        given += [problem.starter, problem.reference_path.read_text(encoding="utf-8")]
+    documents = read_class(path, obj.settings)
+    result = compare(documents, given)
+    clusters = result.clusters(threshold)
+    if as_json:
+        click.echo(json.dumps({
+            "documents": result.documents, "threshold": threshold, "note": NOTE,
+            "pairs": [{"a": p.a, "b": p.b, "similarity": p.similarity, "shared": p.shared,
+                       "fragments": [{"a_lines": f.a_lines, "b_lines": f.b_lines}
+                                     for f in p.fragments]} for p in result.pairs[:top]],
+            "clusters": [{"members": c.members, "max_similarity": c.max_similarity,
+                          "mean_similarity": c.mean_similarity} for c in clusters],
+            "skipped": result.skipped}, indent=2))
+        return
+    click.echo(NOTE)
+    click.echo(f"{result.documents} submissions, {len(result.pairs)} pairs share code"
+               + (f"; nothing left to compare in {', '.join(result.skipped)}"
+                  if result.skipped else ""))
+    for rank, p in enumerate(result.pairs[:top], 1):
+        lines = ", ".join(f"{f.a_lines[0]}-{f.a_lines[1]}~{f.b_lines[0]}-{f.b_lines[1]}"
+                          for f in p.fragments[:5])
+        click.echo(f"{rank:4d}  {p.similarity:6.1%}  {p.a}  {p.b}  lines {lines}")
+    click.echo(f"clusters at {threshold:.0%} or more: {len(clusters)}")
+    for c in clusters:
+        click.echo(f"  {', '.join(c.members)}  (max {c.max_similarity:.1%}, "
+                   f"mean {c.mean_similarity:.1%})")
+
+
 def _plugins() -> None:
     """Add the commands other packages register under the ``jaxjudge.commands`` entry
     point group (the service's ``db``, ``keys``, ``tenants``), as Flask's CLI does."""

@@ -63,6 +63,7 @@ import builtins
 import hashlib
 import io
 import keyword
+import math
 import tokenize
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
@@ -73,9 +74,9 @@ NOTE = ("Similarity is a lead to check, not a verdict: read both submissions sid
 MAX_DOCUMENTS = 2000
 MAX_TEMPLATES = 20
 MAX_CHARS = 256 * 1024
-K = 10  # tokens per k-gram
-WINDOW = 4  # k-grams per winnowing window: a match of K + WINDOW - 1 = 13 tokens is seen
-BOILERPLATE = 0.25  # of the class: a fingerprint in more documents than this is ignored
+K = 8  # tokens per k-gram
+WINDOW = 4  # k-grams per winnowing window: a match of K + WINDOW - 1 = 11 tokens is seen
+BOILERPLATE = 0.4  # of the class: a fingerprint in more documents than this is ignored
 MIN_STATEMENT = 6  # tokens: a shorter statement is too common to fingerprint alone
 MIN_FINGERPRINTS = 8  # containment's denominator at least: tiny documents do not score 1
 MAX_FRAGMENTS = 50  # fragments kept per pair
@@ -316,23 +317,25 @@ def compare(documents: Sequence[Document], templates: Sequence[str] = (), *,
         for h in fp:
             index[h].append(i)
     most = max(2, int(boilerplate * len(documents)))
-    common = {h for h, docs in index.items() if len(docs) > most}
-    sizes = [len(fp.keys() - common) for fp in prints]
+    weight = {h: math.log((len(documents) + 1) / len(docs)) if len(docs) <= most else 0.0
+              for h, docs in index.items()}
+    sizes = [sum(weight[h] for h in fp) for fp in prints]
+    floor = MIN_FINGERPRINTS * math.log((len(documents) + 1) / 2)
     shared: dict[tuple[int, int], list[int]] = defaultdict(list)
     for h, docs in index.items():
-        if h in common or len(docs) < 2:
+        if not weight[h] or len(docs) < 2:
             continue
         for x in range(len(docs)):
             for y in range(x + 1, len(docs)):
                 shared[(docs[x], docs[y])].append(h)
     pairs = []
     for (i, j), hashes in shared.items():
-        n = len(hashes)
-        containment = n / max(min(sizes[i], sizes[j]), MIN_FINGERPRINTS)
-        jaccard = n / (sizes[i] + sizes[j] - n)
+        both = sum(weight[h] for h in hashes)
+        containment = both / max(min(sizes[i], sizes[j]), floor)
+        jaccard = both / (sizes[i] + sizes[j] - both)
         a, b = (i, j) if names[i] < names[j] else (j, i)
         pairs.append(Pair(names[a], names[b], round(min(1.0, (containment + jaccard) / 2), 4),
-                          n, _fragments(prints[a], prints[b], hashes)))
+                          len(hashes), _fragments(prints[a], prints[b], hashes)))
     pairs.sort(key=lambda p: (-p.similarity, -p.shared, p.a, p.b))
     skipped = tuple(sorted(names[i] for i, size in enumerate(sizes) if size == 0))
     truncated = tuple(sorted(d.name for d in documents if len(d.text) > MAX_CHARS))
