@@ -14,7 +14,7 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-from flask import Response, redirect, render_template, request, url_for
+from flask import redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 from sqlalchemy import select
 
@@ -47,7 +47,7 @@ from web.access import (
     own_submission,
     taught_assignment,
 )
-from web.instructor.blueprint import bp
+from web.instructor.blueprint import bp, download
 
 log = logging.getLogger(__name__)
 
@@ -251,11 +251,6 @@ def rejudge_all(assignment_id: str) -> ResponseReturnValue:
     return redirect(url_for("instructor.gradebook_page", assignment_id=assignment_id), 303)
 
 
-def _download(body: Iterator[str], mimetype: str, filename: str) -> Response:
-    return Response(body, mimetype=mimetype, headers={
-        "Content-Disposition": f'attachment; filename="{filename}"'})
-
-
 @bp.get("/app/<sid>/assignments/<assignment_id>/export.csv")
 def export_csv(assignment_id: str) -> ResponseReturnValue:
     """The gradebook's graded row per student (the assignment's policy) as CSV."""
@@ -269,7 +264,7 @@ def export_csv(assignment_id: str) -> ResponseReturnValue:
         for page in pages:
             yield results_csv(page, header=False)
 
-    return _download(body(), "text/csv", f"assignment-{found.id}.csv")
+    return download(body(), "text/csv", f"assignment-{found.id}.csv")
 
 
 @bp.get("/app/<sid>/assignments/<assignment_id>/gradescope.json")
@@ -280,5 +275,5 @@ def export_gradescope(assignment_id: str) -> ResponseReturnValue:
         found = taught_assignment(s, who, assignment_id)
     documents = {row.student_id: gradescope_results(row.report, row.status)
                  for page in export_rows(services().db, found) for row in page}
-    return _download(iter([json.dumps(documents)]), "application/json",
+    return download(iter([json.dumps(documents)]), "application/json",
                      f"assignment-{found.id}-gradescope.json")

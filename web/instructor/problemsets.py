@@ -18,19 +18,9 @@ from service.submitting import (
 )
 from service.wire import RejudgeReport
 from web.access import (
-    PageError,
-    instructor,
     not_found,
 )
-from web.instructor.blueprint import bp, refusal
-
-
-def _key_instructor() -> Principal:
-    who = instructor()
-    if who.via != "key":
-        raise PageError(403, "Sign in with a key", "Problem sets are managed signed in "
-                        "with an instructor's API key.")
-    return who
+from web.instructor.blueprint import bp, key_instructor, refusal
 
 
 def _problems(who: Principal, error_for: str | None = None, error: str = "") -> str:
@@ -47,12 +37,12 @@ def _problems(who: Principal, error_for: str | None = None, error: str = "") -> 
 @bp.get("/app/<sid>/problemsets")
 def problems_page() -> str:
     """The tenant's sets, their problems and every version of each."""
-    return _problems(_key_instructor())
+    return _problems(key_instructor())
 
 
 @bp.post("/app/<sid>/problemsets")
 def new_set() -> ResponseReturnValue:
-    who = _key_instructor()
+    who = key_instructor()
     svc = services()
     name = request.form.get("name", "").strip()
     title = " ".join(request.form.get("title", "").split())[:200]
@@ -68,7 +58,7 @@ def new_set() -> ResponseReturnValue:
 def upload_package(name: str) -> ResponseReturnValue:
     """A package (the folder, zipped) stored as a new version of one of the set's
     problems and built in the background; the same files again are the same version."""
-    who = _key_instructor()
+    who = key_instructor()
     svc = services()
     with svc.db.session() as s:
         if problemsets.own_set(s, who.tenant_id, name) is None:
@@ -115,7 +105,7 @@ def _watched(row: PackageVersion, reports: list[RejudgeReport]) -> bool:
 
 
 def _version(name: str, slug: str, version: str, error: str = "") -> str:
-    who = _key_instructor()
+    who = key_instructor()
     package, row = _own_version(who, name, slug, version)
     reports = _rejudges(who, package, version)
     return render_template("instructor/version.html", who=who, set_name=name,
@@ -132,7 +122,7 @@ def version_page(name: str, slug: str, version: str) -> str:
 
 @bp.get("/app/<sid>/problemsets/<name>/problems/<slug>/versions/<version>/progress")
 def version_progress(name: str, slug: str, version: str) -> ResponseReturnValue:
-    who = _key_instructor()
+    who = key_instructor()
     package, row = _own_version(who, name, slug, version)
     return jsonify({"status": row.status, "checked": len(row.steps or []),
                     "total": row.total,
@@ -143,7 +133,7 @@ def version_progress(name: str, slug: str, version: str) -> ResponseReturnValue:
 def make_live(name: str, slug: str, version: str) -> ResponseReturnValue:
     """The version becomes the one students are graded on; with ``rejudge``, the
     submissions graded on other versions are graded again on it."""
-    who = _key_instructor()
+    who = key_instructor()
     package, _ = _own_version(who, name, slug, version)
     svc = services()
     try:
