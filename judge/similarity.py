@@ -33,14 +33,19 @@ for document fingerprinting", SIGMOD 2003), as Dolos and JPlag do:
    before comparing: code the class was given is not shared code.
 4. **Boilerplate.** A fingerprint found in more than ``max(2, boilerplate * N)`` of the
    N documents is what many students write anyway (as MOSS's ``-m`` and Dolos's
-   ``--max-fingerprint-percentage``); it is ignored.
-5. **Score.** For documents A and B with fingerprint sets (what remains after 3 and 4),
-   ``shared = |A ∩ B|``; ``similarity = (containment + jaccard) / 2`` where
-   ``containment = shared / max(min(|A|, |B|), MIN_FINGERPRINTS)`` (dead code added to
-   a copy, or a helper inlined, does not hide the part that was copied) and
-   ``jaccard = shared / |A ∪ B|`` (a short document inside a long one is less than a
-   copy of it). Candidate pairs come from an inverted index (fingerprint to documents),
-   so documents that share nothing cost nothing.
+   ``--max-fingerprint-percentage``); it is ignored. The others weigh
+   ``log((N + 1) / df)`` (df: the documents holding it), so what two students share and
+   no one else does weighs most, and an idiom a fifth of the class writes weighs little.
+5. **Score.** For documents A and B with weighted fingerprint sets (what remains after 3
+   and 4), ``similarity = (containment + jaccard) / 2`` where ``containment =
+   w(A ∩ B) / max(min(w(A), w(B)), floor)`` (dead code added to a copy, or a helper
+   inlined, does not hide the part that was copied; ``floor`` is ``MIN_FINGERPRINTS``
+   fingerprints of a pair's weight, so tiny documents do not score 1) and ``jaccard =
+   w(A ∩ B) / w(A ∪ B)`` (a short document inside a long one is less than a copy of
+   it). ``shared`` counts the fingerprints in common. Candidate pairs come from an
+   inverted index (fingerprint to documents), so documents that share nothing cost
+   nothing; the parameters (k, window, boilerplate) were chosen on the class of
+   ``tests/similarity_class.py``.
 
 Robust to: renamed identifiers, changed literals, comments, layout and docstrings,
 reordered top-level definitions and reordered statements, dead code added, a helper
