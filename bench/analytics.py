@@ -145,7 +145,7 @@ def build(app: Flask, students: int, submissions: int, seed: int = 26) -> Built:
                   for u in ids)
         counts = [0] * students
         active = ids[: int(students * 0.9)]  # a tenth never start
-        for n in range(submissions):
+        for _ in range(submissions):
             counts[rng.randrange(len(active))] += 1
         rows = []
         for i, student in enumerate(active):
