@@ -25,6 +25,7 @@ WIDTH = 640
 BLUE, SKY, VERMILLION, GREY, INK = "#0072B2", "#56B4E9", "#D55E00", "#e3e6eb", "#1d2330"
 FONT = 'font-family="system-ui, sans-serif" font-size="12"'
 LABEL_CHARS = 30  # a horizontal bar's label is cut here (whole in its <title>)
+CHAR = 7  # the widest a character of the 12-unit font is, about
 
 
 @dataclass(frozen=True)
@@ -172,7 +173,7 @@ def timeline(buckets: Sequence[Bucket], markers: Sequence[Marker], *, chart_id: 
     """A time series: each bucket a bar (sky blue: all, blue from the bottom: the
     accepted part) placed by its start and end, and each marker inside the span a
     vertical line with its label (outside it, the desc and the page say the date)."""
-    box = Box(56, 28, WIDTH - 56 - 16, height - 28 - 44)
+    box = Box(56, 40, WIDTH - 56 - 16, height - 40 - 44)
     scale = ticks(max((b.count for b in buckets), default=0))
     body = _y_axis(box, scale, y_label)
     if buckets:
@@ -196,19 +197,21 @@ def timeline(buckets: Sequence[Bucket], markers: Sequence[Marker], *, chart_id: 
                         f"{b.count} submission(s), {b.accepted} accepted</title></rect>")
         every = max(1, math.ceil(len(buckets) / 6))
         for b in buckets[::every]:
-            body.append(_text(x_of(b.start), box.bottom + 16, _stamp(b.start, hourly),
-                              "start", ' class="tick"'))
+            x, words = x_of(b.start), _stamp(b.start, hourly)
+            if x + len(words) * CHAR <= WIDTH:  # a label that would be cut is left out
+                body.append(_text(x, box.bottom + 16, words, "start", ' class="tick"'))
         for m in markers:
             if t0 <= m.at.timestamp() <= t1:
                 x = x_of(m.at)
                 dash = ' stroke-dasharray="6 4"' if m.dashed else ""
+                label_y = box.top - (8 if m.dashed else 24)  # two rows above the plot
                 body.append(f'<line class="marker" x1="{x:.1f}" x2="{x:.1f}" '
-                            f'y1="{box.top - 4}" y2="{box.bottom}" stroke="{VERMILLION}" '
+                            f'y1="{label_y - 10}" y2="{box.bottom}" stroke="{VERMILLION}" '
                             f'stroke-width="2"{dash}><title>{escape(m.label)}</title></line>')
                 anchor = "end" if x > box.left + box.width * 0.7 else "start"
                 shift = -4 if anchor == "end" else 4
-                body.append(_text(x + shift, box.top - 10 + (12 if m.dashed else 0),
-                                  m.label, anchor, ' class="marker-label"'))
+                body.append(_text(x + shift, label_y, m.label, anchor,
+                                  ' class="marker-label"'))
     body.append(f'<rect x="{box.left}" y="{height - 18}" width="12" height="12" fill="{SKY}"/>')
     body.append(_text(box.left + 16, height - 8, "submissions", "start"))
     body.append(f'<rect x="{box.left + 110}" y="{height - 18}" width="12" height="12" '

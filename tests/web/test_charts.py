@@ -6,7 +6,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from datetime import UTC, datetime, timedelta
 
-from web.charts import Bucket, Marker, columns, rates, ticks, timeline
+from web.charts import CHAR, WIDTH, Bucket, Marker, columns, rates, ticks, timeline
 
 NS = "{http://www.w3.org/2000/svg}"
 HOSTILE = '<script>alert("x")</script>&'
@@ -127,3 +127,16 @@ def test_ticks_are_round_and_reach_the_top() -> None:
     assert ticks(12) == [0, 5, 10, 15]
     assert ticks(3) == [0, 1, 2, 3]
     assert ticks(1000)[-1] >= 1000 and len(ticks(1000)) <= 6
+
+
+def test_timeline_labels_stay_apart_and_inside_the_chart() -> None:
+    start = datetime(2025, 3, 1, 9, tzinfo=UTC)
+    buckets = [Bucket(start + timedelta(hours=i), start + timedelta(hours=i + 1), i % 3)
+               for i in range(52)]
+    svg = parse(timeline(buckets, [], chart_id="t", title="t", desc="d", y_label="y"))
+    ticks_ = [(float(t.get("x", "")), t.text or "") for t in svg.iter(f"{NS}text")
+              if t.get("class") == "tick"]
+    assert len(ticks_) >= 4 and ticks_[0][1] == "03-01 09:00"
+    for (x, words), (next_x, _) in zip(ticks_, ticks_[1:], strict=False):
+        assert x + len(words) * CHAR < next_x, (words, x, next_x)
+    assert all(x + len(words) * CHAR <= WIDTH for x, words in ticks_)

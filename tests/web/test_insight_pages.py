@@ -16,6 +16,8 @@ from flask.testing import FlaskClient
 from sqlalchemy import select
 
 from app.sessions import Principal, Sessions
+from judge.similarity import NOTE
+from service import outcomes
 from service.models import Assignment, Submission, Tenant
 from tests.web.insight_class import (
     ATTEMPTS,
@@ -113,7 +115,7 @@ def test_similarity_ranks_the_copy_first_and_shows_it_side_by_side(
         app: Flask, client: FlaskClient, keys: dict[str, str], klass: str) -> None:
     sid = sign_in(client, keys["instructor"])
     html = client.get(f"/app/{sid}/assignments/{klass}/similarity").get_data(as_text=True)
-    assert "A lead to check, not a verdict." in html and "starter code" in html
+    assert NOTE in html and "lead to check, not a verdict" in NOTE and "starter code" in html
     pairs = re.findall(r'data-testid="pair-row" data-a="([^"]+)" data-b="([^"]+)" '
                        r'data-similarity="([^"]+)"', html)
     assert pairs and pairs[0][:2] == ("ana", "ben") and float(pairs[0][2]) >= 0.5
@@ -137,7 +139,7 @@ def test_similarity_ranks_the_copy_first_and_shows_it_side_by_side(
     assert re.search(rf'id="a-L{a1}" class="frag frag-0" data-fragment="1"', side)
     assert re.search(rf'id="b-L{b1}" class="frag frag-0" data-fragment="1"', side)
     assert "def shard_width(total, devices):" in side and "def per_device(cols, n):" in side
-    assert "A lead to check, not a verdict." in side
+    assert NOTE in side
 
 
 def test_hostile_code_is_text_side_by_side(
@@ -187,6 +189,7 @@ def test_a_learner_is_refused_and_foreign_ids_are_404(
         elsewhere = submission(tenant(app), learner.assignment_id, "alice", "ok", START,
                                "x = 1\n")
         s.add(elsewhere)
+        outcomes.fill(s, [elsewhere])
         foreign = elsewhere.id
     for path in (f"similarity/{ids[0]}/{foreign}", f"similarity/{foreign}/{ids[0]}",
                  f"similarity/{ids[0]}/{ids[0]}", f"similarity/{ids[0]}/nope"):
