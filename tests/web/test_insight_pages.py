@@ -146,7 +146,7 @@ def test_hostile_code_is_text_side_by_side(
         app: Flask, client: FlaskClient, keys: dict[str, str], klass: str) -> None:
     with app.extensions["jaxjudge"].db.session() as s:
         ids = dict(s.execute(select(Submission.student_id, Submission.id)
-                             .where(Submission.assignment_id == klass)).tuples().all())
+                             .where(Submission.assignment_id == klass)).all())
     sid = sign_in(client, keys["instructor"])
     r = client.get(f"/app/{sid}/assignments/{klass}/similarity/{ids[HOSTILE]}/{ids['dee']}")
     assert r.status_code == 200
