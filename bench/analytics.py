@@ -53,6 +53,7 @@ from judge.checkers import reasons  # noqa: E402
 from judge.report import TestResult, Timings, VerdictReport  # noqa: E402
 from judge.settings import Settings  # noqa: E402
 from judge.verdict import Verdict  # noqa: E402
+from service import outcomes  # noqa: E402
 from service.analytics import assignment_analytics, problem_analytics  # noqa: E402
 from service.keys import create_key  # noqa: E402
 from service.migrate import upgrade  # noqa: E402
@@ -160,6 +161,7 @@ def build(app: Flask, students: int, submissions: int, seed: int = 26) -> Built:
             student = rng.choice(active)
             rows.append(_row(tenant_id, aid, student, start, report_of(rng, 0.5), True))
         s.add_all(rows)
+        outcomes.fill(s, rows)  # their tests' rows, as service.submissions.store writes them
     return Built(aid, tenant_id, key)
 
 

@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, select, true
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from judge.verdict import Verdict
@@ -55,7 +55,7 @@ from service.courses import is_instructor
 from service.db import utcnow
 from service.exports import cell, num
 from service.grades import GRADED, grades
-from service.models import Assignment, Member, Submission
+from service.models import Assignment, Member, Submission, TestOutcome
 from service.wire_analytics import (
     Analytics,
     AttemptBin,
@@ -95,18 +95,26 @@ class _Graded:
 
 
 @dataclass(frozen=True)
-class _Outcome:
-    """One test of one graded submission, as its report has it."""
+class _TestCount:
+    """How many graded submissions ran a test with one verdict, message and probe."""
 
-    submission: str
     name: str
     visibility: str
     verdict: str
     message: str
     probe: str | None
-    received: str | None
+    position: int  # the test's first place in a report
+    count: int
+
+
+@dataclass(frozen=True)
+class _Wrong:
+    """A failed sample test of a graded submission, with what it received."""
+
+    submission: str
+    name: str
+    received: str
     expected: str | None
-    position: int
 
 
 @dataclass
@@ -114,7 +122,8 @@ class _Class:
     """What every chart is drawn from."""
 
     graded: list[_Graded]
-    outcomes: list[_Outcome]
+    tests: list[_TestCount]
+    wrong: list[_Wrong]
     students: set[str]
     names: dict[str, str] = field(default_factory=dict)
     best: dict[str, float] = field(default_factory=dict)  # the histogram's percent
@@ -137,35 +146,32 @@ def _graded(s: Session, where: Sequence[Any]) -> list[_Graded]:
                     percent(r.score, r.max_score, r.verdict)) for r in rows]
 
 
-def _outcomes(s: Session, where: Sequence[Any]) -> list[_Outcome]:
-    """Every test of every graded submission, read out of the reports by the database
-    (SQLite's json_each, PostgreSQL's json_array_elements): one query, and no report
-    parsed in Python."""
-    if s.get_bind().dialect.name == "postgresql":
-        tests = func.json_array_elements(Submission.report["tests"]).table_valued(
-            "value", with_ordinality="idx").render_derived()
-        position = tests.c.idx
+def _joined(where: Sequence[Any]) -> tuple[Any, ...]:
+    """The outcome rows of the scope's graded submissions (of the report they hold)."""
+    return (TestOutcome.submission_id == Submission.id, TestOutcome.attempt == Submission.attempt,
+            *where, *GRADED)
 
-        def item(name: str) -> Any:
-            return func.json_extract_path_text(tests.c.value, name)
-    else:
-        tests = func.json_each(Submission.report, "$.tests").table_valued("key", "value")
-        position = tests.c.key
 
-        def item(name: str) -> Any:
-            return func.json_extract(tests.c.value, f"$.{name}")
-    rows = s.execute(select(Submission.id, item("name"), item("visibility"), item("verdict"),
-                            item("message"), item("probe"), item("received"),
-                            item("expected"), position)
-                     .select_from(Submission).join(tests, true())
-                     .where(*where, *GRADED))
-    found = []
-    for r in rows:
-        name, visibility, verdict, message, probe, received, expected = (
-            str(v) if v is not None else None for v in r[1:8])
-        found.append(_Outcome(r[0], name or "", visibility or "", verdict or "",
-                              message or "", probe, received, expected, int(r[8])))
-    return found
+def _tests(s: Session, where: Sequence[Any]) -> list[_TestCount]:
+    """The tests of the graded submissions, counted by the database per test, verdict,
+    message and probe: one query over ``test_outcomes``."""
+    o = TestOutcome
+    rows = s.execute(select(o.name, o.visibility, o.verdict, o.message, o.probe,
+                            func.min(o.position), func.count())
+                     .where(*_joined(where))
+                     .group_by(o.name, o.visibility, o.verdict, o.message, o.probe))
+    return [_TestCount(r[0], r[1], r[2], r[3], r[4], int(r[5]), int(r[6])) for r in rows]
+
+
+def _wrong(s: Session, where: Sequence[Any]) -> list[_Wrong]:
+    """The failed sample tests with a ``received`` text of the graded submissions of a
+    student: one query (the latest of each student is picked in :func:`wrong_answers`)."""
+    o = TestOutcome
+    rows = s.execute(select(o.submission_id, o.name, o.received, o.expected)
+                     .where(*_joined(where), Submission.student_id.is_not(None),
+                            o.visibility == "sample", o.passed.is_(False),
+                            o.received.is_not(None)))
+    return [_Wrong(r[0], r[1], r[2] or "", r[3]) for r in rows]
 
 
 def _submitters(s: Session, where: Sequence[Any]) -> set[str]:
@@ -184,7 +190,7 @@ def histogram(percents: Iterable[float]) -> list[ScoreBin]:
     return bins + [ScoreBin(lower=100.0, upper=100.0, count=counts[10])]
 
 
-def per_test(outcomes: Iterable[_Outcome]) -> list[TestStat]:
+def per_test(counts: Iterable[_TestCount]) -> list[TestStat]:
     """Runs, passes and the most frequent reasons of failure per test, in the order the
     reports list the tests."""
     runs: Counter[str] = Counter()
@@ -192,16 +198,16 @@ def per_test(outcomes: Iterable[_Outcome]) -> list[TestStat]:
     visibility: dict[str, str] = {}
     position: dict[str, int] = {}
     reasons: dict[str, Counter[tuple[str, str, str | None]]] = {}
-    for t in outcomes:
+    for t in counts:
         name = t.name
         visibility.setdefault(name, t.visibility)
         position[name] = min(position.get(name, t.position), t.position)
-        runs[name] += 1
+        runs[name] += t.count
         if t.verdict == ACCEPTED:
-            passed[name] += 1
+            passed[name] += t.count
             continue
         why = t.message[:MAX_REASON_CHARS]
-        reasons.setdefault(name, Counter())[(t.verdict, why, t.probe)] += 1
+        reasons.setdefault(name, Counter())[(t.verdict, why, t.probe)] += t.count
     found = []
     for name in sorted(visibility, key=lambda n: (position[n], n)):
         top = sorted((reasons.get(name) or Counter()).items(),
@@ -297,15 +303,14 @@ def progress(students: set[str], by_student: dict[str, list[_Graded]],
 
 
 def wrong_answers(by_student: dict[str, list[_Graded]],
-                  outcomes: Iterable[_Outcome]) -> list[WrongAnswerGroup]:
+                  wrong: Iterable[_Wrong]) -> list[WrongAnswerGroup]:
     """The outputs of failed sample tests in each student's latest graded submission."""
     latest = {subs[-1].id: student for student, subs in by_student.items()}
     groups: dict[tuple[str, str], list[str]] = {}
     expected: dict[tuple[str, str], str] = {}
-    for t in outcomes:
+    for t in wrong:
         student = latest.get(t.submission)
-        if (student is None or t.visibility != "sample" or t.verdict == ACCEPTED
-                or t.received is None):
+        if student is None:
             continue
         key = (t.name, t.received)
         groups.setdefault(key, []).append(student)
@@ -323,11 +328,11 @@ def _analytics(base: dict[str, Any], found: _Class, due_at: datetime | None,
     students = found.students | set(by_student)
     return Analytics(
         **base, due_at=due_at, students=len(students), submissions=len(found.graded),
-        histogram=histogram(found.best.values()), tests=per_test(found.outcomes),
+        histogram=histogram(found.best.values()), tests=per_test(found.tests),
         timeline=timeline(found.graded, due_at, late_until),
         attempts_to_accept=attempts_to_accept(by_student),
         progress=progress(students, by_student, found.names),
-        wrong_answers=wrong_answers(by_student, found.outcomes))
+        wrong_answers=wrong_answers(by_student, found.wrong))
 
 
 def assignment_analytics(s: Session, assignment: Assignment,
@@ -343,8 +348,8 @@ def assignment_analytics(s: Session, assignment: Assignment,
         if not is_instructor(roles or []):
             roster.add(user_id)
     best = {student: (100.0 * g.given / g.maximum if g.maximum > 0 else 0.0)
-            for student, g in grades(s, assignment).items()}
-    found = _Class(graded=_graded(s, where), outcomes=_outcomes(s, where),
+            for student, g in grades(s, assignment, with_comments=False).items()}
+    found = _Class(graded=_graded(s, where), tests=_tests(s, where), wrong=_wrong(s, where),
                    students=roster | _submitters(s, where),
                    names=names, best=best)
     base = {"scope": "assignment", "id": assignment.id, "problem": assignment.problem,
@@ -363,7 +368,7 @@ def problem_analytics(s: Session, tenant_id: int, problem: str, title: str = "",
     for sub in graded:
         if sub.student is not None:
             best[sub.student] = max(best.get(sub.student, 0.0), sub.percent)
-    found = _Class(graded=graded, outcomes=_outcomes(s, where),
+    found = _Class(graded=graded, tests=_tests(s, where), wrong=_wrong(s, where),
                    students=_submitters(s, where), best=best)
     base = {"scope": "problem", "id": problem, "problem": problem, "title": title or problem,
             "generated_at": now or utcnow()}

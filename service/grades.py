@@ -171,8 +171,9 @@ def rank(policy: str) -> Any:
 
 
 def _grade(chosen: Scored | None, override: ScoreOverride | None,
-           latest: tuple[str, int] | None, tests: list[dict[str, Any]]) -> Grade | None:
-    """The grade from the policy's pick (and its report's ``tests``), or the override."""
+           latest: tuple[str, int] | None, tests: list[dict[str, Any]] | None) -> Grade | None:
+    """The grade from the policy's pick (and its report's ``tests``; None: no comment),
+    or the override."""
     if override is not None:
         anchor = (chosen.id, chosen.attempt) if chosen else latest
         if anchor is None:
@@ -182,6 +183,9 @@ def _grade(chosen: Scored | None, override: ScoreOverride | None,
                      chosen_id=chosen.id if chosen else None)
     if chosen is None:
         return None
+    if tests is None:
+        return Grade(chosen.given, chosen.maximum, "", chosen.id, chosen.attempt,
+                     penalty_percent=chosen.penalty_percent, chosen_id=chosen.id)
     words = comment(chosen.verdict, tests)
     if chosen.penalty_percent > 0:
         words += late_words(chosen.late_hours, chosen.penalty_percent)
@@ -189,10 +193,12 @@ def _grade(chosen: Scored | None, override: ScoreOverride | None,
                  penalty_percent=chosen.penalty_percent, chosen_id=chosen.id)
 
 
-def grades(s: Session, assignment: Assignment,
-           students: Sequence[str] | None = None) -> dict[str, Grade]:
+def grades(s: Session, assignment: Assignment, students: Sequence[str] | None = None,
+           with_comments: bool = True) -> dict[str, Grade]:
     """The grade of each student of the assignment who has one (of ``students`` only,
-    when given). Reports are read for the picked submissions only (their comment)."""
+    when given). Reports are read for the picked submissions only (their comment);
+    ``with_comments=False`` reads none and leaves the comments empty (class analytics,
+    which needs the numbers only: the same numbers, one query fewer)."""
     rules = rules_of(assignment)
     query = select(Submission.id, Submission.student_id, Submission.attempt,
                    Submission.score, Submission.max_score, Submission.verdict,
@@ -218,14 +224,14 @@ def grades(s: Session, assignment: Assignment,
                              key=rank(assignment.policy), default=None)
     wanted = [p.id for student, p in picks.items() if p is not None and student not in forced]
     tests: dict[str, list[dict[str, Any]]] = {}
-    for part in chunked(wanted):
+    for part in chunked(wanted if with_comments else []):
         for sid, found in s.execute(select(Submission.id, Submission.report)
                                     .where(Submission.id.in_(list(part)))):
             tests[sid] = (found or {}).get("tests", [])
     found_grades = {}
     for student, pick in picks.items():
         grade = _grade(pick, forced.get(student), latest.get(student),
-                       tests.get(pick.id, []) if pick else [])
+                       None if not with_comments else tests.get(pick.id, []) if pick else [])
         if grade is not None:
             found_grades[student] = grade
     return found_grades

@@ -182,6 +182,33 @@ class Grading(Base):
     error: Mapped[str | None] = mapped_column(String(500), nullable=True)  # why it failed
 
 
+class TestOutcome(Base):
+    """One test of a submission's current report, copied out of it for class analytics
+    (:mod:`service.analytics`), which groups and counts these rows in the database
+    instead of reading every report. Written by :func:`service.outcomes.replace` in the
+    transaction that stores the report (and deleted with it by a rejudge), so the rows
+    always mirror ``submissions.report``; ``attempt`` is the grading whose report they
+    copy. ``message``, ``received`` and ``expected`` are capped
+    (:mod:`service.outcomes`); ``received`` and ``expected`` are kept for sample tests
+    only."""
+
+    __tablename__ = "test_outcomes"
+    __test__ = False  # not a pytest test class
+
+    submission_id: Mapped[str] = mapped_column(
+        ForeignKey("submissions.id", ondelete="CASCADE"), primary_key=True)
+    position: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    attempt: Mapped[int] = mapped_column(Integer)
+    name: Mapped[str] = mapped_column(String(200))
+    visibility: Mapped[str] = mapped_column(String(10))
+    verdict: Mapped[str] = mapped_column(String(40))
+    passed: Mapped[bool] = mapped_column(Boolean)
+    message: Mapped[str] = mapped_column(String(500))
+    probe: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    received: Mapped[str | None] = mapped_column(Text, nullable=True)
+    expected: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+
 class Delivery(Base):
     """The outbox: one report to send to one destination, opened in the transaction that
     stores the report (so a stored verdict always has its delivery) and sent in tries.

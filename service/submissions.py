@@ -31,7 +31,7 @@ from sqlalchemy import Table, bindparam, select, update
 from sqlalchemy.orm import Session
 
 from judge.report import VerdictReport
-from service import deliveries, metrics, scores
+from service import deliveries, metrics, outcomes, scores
 from service.db import Database, changed, chunked, utcnow
 from service.leases import Lease
 from service.liveness import worker_name
@@ -153,21 +153,22 @@ class Stored:
 
 def store(db: Database, submission_id: str, attempt: int,
           report: VerdictReport) -> Stored | None:
-    """Store the report of ``attempt`` and, in the same transaction, open its webhook
-    delivery and its LTI score delivery. None (nothing written) if that attempt is no
-    longer the current one (a
-    rejudge, or the submission was given to another worker)."""
+    """Store the report of ``attempt`` (and its tests' rows, :mod:`service.outcomes`)
+    and, in the same transaction, open its webhook delivery and its LTI score delivery.
+    None (nothing written) if that attempt is no longer the current one (a rejudge, or
+    the submission was given to another worker)."""
     now = utcnow()
+    stored_report = report.model_dump(mode="json")
     with db.session() as s:
         stored = LEASE.finish(s, submission_id, attempt, Status.DONE, now=now,
                               verdict=report.verdict.value, score=report.score,
-                              max_score=report.max_score,
-                              report=report.model_dump(mode="json"),
+                              max_score=report.max_score, report=stored_report,
                               problem_version=report.problem_version)
         _close_gradings(s, submission_id, "stored" if stored else "superseded", now,
                         attempt=attempt)
         if not stored:
             return None
+        outcomes.replace(s, submission_id, attempt, stored_report)  # its tests, for analytics
         tenant_id, url, assignment_id, student, sample_run = s.execute(
             select(Submission.tenant_id, Submission.callback_url, Submission.assignment_id,
                    Submission.student_id, Submission.sample_run)
@@ -219,6 +220,7 @@ def rejudge(s: Session, where: Any, version: str | None = None) -> list[str]:
             .where(Grading.submission_id.in_(part), Grading.outcome.is_(None))
             .values(outcome="superseded", finished_at=now),
         )
+        outcomes.clear(s, part)  # the report is gone, and its tests with it
         deliveries.cancel(s, part, now)
     return ids
 

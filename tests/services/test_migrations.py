@@ -13,7 +13,7 @@ import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import select, text
+from sqlalchemy import insert, select, text
 from sqlalchemy.exc import IntegrityError
 
 from service.db import Database, make_engine, utcnow
@@ -25,7 +25,7 @@ pytestmark = pytest.mark.service
 
 
 def test_the_migrated_schema_is_the_models_schema(any_database_url: str) -> None:
-    assert current(any_database_url) == "0007"
+    assert current(any_database_url) == "0008"
     engine = make_engine(any_database_url)
     try:
         with engine.connect() as conn:
@@ -171,7 +171,7 @@ def test_0006_keeps_every_delivery_and_lets_a_policy_score_share_a_report(
                 " 'token endpoint: refused: callback address 10.0.0.5 is not a public"
                 " address', :now, :now)"), {"now": now})
         upgrade(empty_database_url)
-        assert current(empty_database_url) == "0007"
+        assert current(empty_database_url) == "0008"
         db = Database(empty_database_url)
         try:
             with db.session() as s:
@@ -198,3 +198,53 @@ def test_0006_keeps_every_delivery_and_lets_a_policy_score_share_a_report(
     finally:
         engine.dispose()
     assert [tuple(r) for r in left] == [("d0", "failed"), ("d1", "refused")] and kept == 1
+
+
+def test_0008_fills_test_outcomes_from_the_stored_reports(empty_database_url: str) -> None:
+    """Every done submission's report gets its rows (in pages of CHUNK submissions);
+    one without a report, or not done, gets none; going back drops the table."""
+    from importlib import import_module
+
+    chunk = import_module("service.migrations.versions.0008_test_outcomes").CHUNK
+    upgrade(empty_database_url, "0007")
+    tests = [{"name": "sample-1", "visibility": "sample", "verdict": "wrong_answer",
+              "message": "a layout is wrong", "probe": None, "input": "x",
+              "expected": "P('data')", "received": "P()"},
+             {"name": "h1", "visibility": "hidden", "verdict": "accepted", "message": ""}]
+    engine = make_engine(empty_database_url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(text("INSERT INTO tenants (id, name, webhook_secret, created_at)"
+                              " VALUES (1, 'course-a', 'whsec_x', :now)"), {"now": utcnow()})
+            done = [f"d{i:04d}" for i in range(chunk + 3)]  # past one page
+            base = {"tenant_id": 1, "problem": "demo/layout", "problem_version": "v1",
+                    "code": "x = 1", "code_sha256": "0" * 64, "queue": "interactive",
+                    "enqueued": False, "tries": 1, "failures": 0, "sample_run": False,
+                    "received_at": utcnow()}
+            conn.execute(insert(Submission), [
+                base | {"id": sid, "status": "done", "attempt": 2,
+                        "report": {"verdict": "wrong_answer", "tests": tests}}
+                for sid in done] + [
+                base | {"id": "queued", "status": "queued", "attempt": 1,
+                        "report": {"tests": tests}},
+                base | {"id": "empty", "status": "done", "attempt": 1, "report": None}])
+        upgrade(empty_database_url)
+        with engine.connect() as conn:
+            found = conn.execute(text(
+                "SELECT submission_id, position, attempt, name, visibility, verdict, passed,"
+                " message, probe, received, expected FROM test_outcomes"
+                " ORDER BY submission_id, position")).all()
+        assert len(found) == 2 * len(done)
+        assert {r[0] for r in found} == set(done)
+        assert [tuple(r[1:]) for r in found[:2]] == [
+            (0, 2, "sample-1", "sample", "wrong_answer", False, "a layout is wrong", None,
+             "P()", "P('data')"),
+            (1, 2, "h1", "hidden", "accepted", True, "", None, None, None)]
+        command.downgrade(alembic_config(empty_database_url), "0007")
+        with engine.connect() as conn:
+            assert conn.execute(text("SELECT count(*) FROM submissions")).scalar() == len(
+                done) + 2
+            with pytest.raises(Exception):  # noqa: B017
+                conn.execute(text("SELECT count(*) FROM test_outcomes"))
+    finally:
+        engine.dispose()
