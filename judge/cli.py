@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -297,28 +300,34 @@ def verify(obj: Context, problem_ids: tuple[str, ...], sandbox_name: str | None,
            jobs: int, strict: bool) -> None:
     """Check packages: data hash, inputs, reference and every example submission; then
     report what is missing or weak."""
-    from judge.verify import regrade_reference, weaknesses
-    from judge.verify import verify as verify_problem
+    from judge.verify import regrade_reference, started, weaknesses
 
     problems = [obj.catalog.get(i) for i in problem_ids] if problem_ids else obj.catalog.all()
     # One zygote per grading at once: the fast path, as in the service.
     settings = obj.settings.model_copy(update={"zygote_count": jobs})
     sandbox = get_sandbox(sandbox_name or "auto", settings)
+    pool = _Pool(max_workers=jobs)
     failures = warnings = 0
     try:
-        for problem in problems:
+        # The next package's gradings are handed to the pool before this one's are read,
+        # so that they fill the cores this one's last gradings leave idle.
+        start = partial(started, sandbox=sandbox, settings=obj.settings, pool=pool)
+        following = start(problems[0]) if problems else iter(())
+        for index, problem in enumerate(problems):
+            current = following
+            following = start(problems[index + 1]) if index + 1 < len(problems) else iter(())
             checks = []
-            for check in verify_problem(problem, sandbox=sandbox, settings=obj.settings,
-                                        jobs=jobs):
+            for check in current:
                 checks.append(check)
                 failures += not check.ok
                 obj.out.print(_check_line(check, 5))
             if all(c.ok for c in checks):
                 regrade = regrade_reference(problem, sandbox=sandbox, settings=obj.settings)
-                for weakness in weaknesses(problem, checks, regrade):
+                for weakness in weaknesses(problem, checks, partial(_alone, pool, regrade)):
                     warnings += 1
                     obj.out.print(f"[yellow]weak[/yellow]  {problem.id}  {escape(weakness)}")
     finally:
+        pool.shutdown(wait=True, cancel_futures=True)
         sandbox.close()
     if failures:
         obj.out.print(f"[red]{failures} check(s) failed[/red]")
@@ -328,6 +337,27 @@ def verify(obj: Context, problem_ids: tuple[str, ...], sandbox_name: str | None,
         sys.exit(1)
     obj.out.print(f"all {len(problems)} problem(s) verified"
                   + (f", {warnings} weakness(es) to look at" if warnings else ""))
+
+
+class _Pool(ThreadPoolExecutor):
+    """A thread pool that knows the futures it was handed."""
+
+    def __init__(self, max_workers: int) -> None:
+        super().__init__(max_workers=max_workers)
+        self.futures: list[Future[Any]] = []
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        future = super().submit(fn, *args, **kwargs)
+        self.futures.append(future)
+        return future
+
+
+def _alone(pool: _Pool, regrade: Callable[[], VerdictReport]) -> VerdictReport:
+    """A reference measured again is graded alone, as it was before the next package's
+    gradings were handed over ahead: once every grading handed to ``pool`` has ended (CPU
+    time is noisier beside another grading)."""
+    wait(pool.futures)
+    return regrade()
 
 
 @cli.command()

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Callable, Generator
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Generator, Iterator
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -74,18 +74,53 @@ def examples(problem: Problem) -> list[tuple[str, str]]:
 def verify(problem: Problem, *, sandbox: Sandbox, settings: Settings, jobs: int = 1
            ) -> Generator[Check, None, None]:
     """The checks of one package, in a fixed order; gradings run ``jobs`` at a time."""
+    with ThreadPoolExecutor(max_workers=max(jobs, 1)) as pool:
+        yield from started(problem, sandbox=sandbox, settings=settings, pool=pool)
+
+
+def started(problem: Problem, *, sandbox: Sandbox, settings: Settings, pool: Executor
+            ) -> Iterator[Check]:
+    """:func:`verify`'s checks, the gradings handed to ``pool`` now (the data's checks
+    done now too), their checks given in order as they are iterated: so that ``jaxjudge
+    verify`` hands the next package's gradings over while it waits for this one's, and no
+    core waits at the end of each package. Closing the iterator cancels the gradings not
+    started; an error of the package's own is raised where :func:`verify` raises it."""
+    early: list[Check] = []
+    futures: list[tuple[str, str, Future[VerdictReport]]] = []
+    error: Exception | None = None
     try:
         check_hash(problem)
     except ProblemError as exc:
-        yield Check(problem.id, "data", "hash matches", str(exc))
-        return
-    yield Check(problem.id, "data", "hash matches", "hash matches")
-    stored = [(t.name, t.visibility, t.args) for t in load_tests(problem)]
-    fresh = [(t.name, t.visibility, t.args) for t in generate(problem)]
-    yield Check(problem.id, "inputs", "reproducible",
-                "reproducible" if stored == fresh else "differ from problem.yaml: rebuild")
-    subjects = [(problem.spec.reference, Verdict.ACCEPTED.value), *examples(problem)]
-    yield from _graded(problem, subjects, sandbox=sandbox, settings=settings, jobs=jobs)
+        early.append(Check(problem.id, "data", "hash matches", str(exc)))
+        return iter(early)
+    early.append(Check(problem.id, "data", "hash matches", "hash matches"))
+    try:
+        stored = [(t.name, t.visibility, t.args) for t in load_tests(problem)]
+        fresh = [(t.name, t.visibility, t.args) for t in generate(problem)]
+        early.append(Check(problem.id, "inputs", "reproducible", "reproducible"
+                           if stored == fresh else "differ from problem.yaml: rebuild"))
+        subjects = [(problem.spec.reference, Verdict.ACCEPTED.value), *examples(problem)]
+        futures = [(rel, verdict, pool.submit(_grade_file, problem, rel, sandbox=sandbox,
+                                              settings=settings))
+                   for rel, verdict in subjects]
+    except Exception as exc:  # noqa: BLE001 - raised in its place, below
+        error = exc
+    return _in_order(problem, early, futures, error)
+
+
+def _in_order(problem: Problem, early: list[Check],
+              futures: list[tuple[str, str, Future[VerdictReport]]],
+              error: Exception | None) -> Generator[Check, None, None]:
+    try:
+        yield from early
+        if error is not None:
+            raise error
+        for rel, verdict, future in futures:
+            report = future.result()
+            yield Check(problem.id, rel, verdict, report.verdict.value, report)
+    finally:
+        for _, _, future in futures:
+            future.cancel()
 
 
 def _grade_file(problem: Problem, rel: str, *, sandbox: Sandbox, settings: Settings
