@@ -16,6 +16,19 @@ student's in at least four of the nine, so no two independent students are the s
 program with other names. They share what real students share: the same API calls,
 the same idioms, often the reference's specs.
 
+Small phrasing (``Style.micro``, drawn per student and not counted in the distance):
+the mesh shape's spelling, the axis names as a tuple, a constant or a list, ``lax.psum``
+or ``jax.lax.psum`` with or without ``axis_name=``, the block called with ``*args`` or
+each argument, the bias added before or after the product, the ReLU on its own line or
+on the product's, the inputs as a tuple or a list, ``NamedSharding`` with or without its
+keywords, ``y + b2`` or ``b2 + y`` at the end. Real students who make the same choice
+still phrase it their own way; without the last four (added for the robustness bench,
+``bench/similarity.py``) independent students who shared most choices wrote the same
+lines token for token. A copy keeps its original's phrasing.
+Every submission parses (``ast.parse``): a body line that is two lines (the mesh
+shape unpacked, then the mesh) is indented line by line; a quarter of the submissions
+once had the mesh line at column 0.
+
 How a copy is made from its original (the disguises of the issue): every identifier the
 student named is renamed, the top-level definitions and independent statements are
 reordered, a helper is inlined into its caller (the rendering with ``inline=True``) and
@@ -65,7 +78,7 @@ class Style:
     inline: bool = False  # helpers inlined into their caller
     dead: int = -1  # which dead code is added (an index of DEAD), -1: none
     order: int = 0  # a permutation of top-level blocks and independent statements
-    micro: tuple[int, ...] = (0, 0, 0, 0, 0)  # how small things are phrased (see _draw)
+    micro: tuple[int, ...] = (0,) * 9  # how small things are phrased (see _draw)
 
     def choices(self) -> tuple[object, ...]:
         return (self.family, self.matmul, self.relu, self.place, self.mesh, self.specs,
@@ -184,29 +197,36 @@ def _local(style: Style) -> str:
             f"    {h} = b1 + {_mm(style, x, 'w1')}"
         if style.notes:
             pre += "  # column-parallel: local hidden slice"
-        out += [pre, f"    {h} = {_relu(style, h)}", f"    {y} = {_mm(style, h, 'w2')}",
+        first = [pre, f"    {h} = {_relu(style, h)}"] if not style.micro[5] else \
+            [f"    {h} = {_relu(style, _mm(style, x, 'w1') + ' + b1')}"]
+        out += [*first, f"    {y} = {_mm(style, h, 'w2')}",
                 f"    {y} = {_psum(style, y)}"
                 + ("  # all-reduce the partial sums" if style.notes else "")]
-    out.append(f"    return {y} + b2")
+    out.append(f"    return {y} + b2" if not style.micro[8] else f"    return b2 + {y}")
     return "\n".join(line for line in out if line) + "\n"
+
+
+def _ns(style: Style, mesh: str, spec: str) -> str:
+    return f"NamedSharding(mesh={mesh}, spec={spec})" if style.micro[7] else \
+        f"NamedSharding({mesh}, {spec})"
 
 
 def _place(style: Style) -> list[str]:
     m, args = style.names[4], style.names[5]
-    names = "x, w1, b1, w2, b2"
+    names = "[x, w1, b1, w2, b2]" if style.micro[6] else "(x, w1, b1, w2, b2)"
     specs = _in_specs(style)
     if style.place == "listcomp":
-        return [f"{args} = [jax.device_put(v, NamedSharding({m}, s)) "
-                f"for v, s in zip(({names}), {specs})]"]
+        return [f"{args} = [jax.device_put(v, {_ns(style, m, 's')}) "
+                f"for v, s in zip({names}, {specs})]"]
     if style.place == "treemap":
-        return [f"shardings = tuple(NamedSharding({m}, s) for s in {specs})",
-                f"{args} = jax.tree.map(jax.device_put, ({names}), shardings)"]
+        return [f"shardings = tuple({_ns(style, m, 's')} for s in {specs})",
+                f"{args} = jax.tree.map(jax.device_put, {names}, shardings)"]
     if style.place == "loop":
-        return [f"{args} = []", f"for v, s in zip(({names}), {specs}):",
-                f"    {args}.append(jax.device_put(v, NamedSharding({m}, s)))"]
+        return [f"{args} = []", f"for v, s in zip({names}, {specs}):",
+                f"    {args}.append(jax.device_put(v, {_ns(style, m, 's')}))"]
     return [f"{args} = (" + ", ".join(
-        f"jax.device_put({v}, NamedSharding({m}, {s}))"
-        for v, s in zip(names.split(", "), SPEC_VALUES, strict=True)) + ")"]
+        f"jax.device_put({v}, {_ns(style, m, s)})"
+        for v, s in zip(names[1:-1].split(", "), SPEC_VALUES, strict=True)) + ")"]
 
 
 def _entry(style: Style) -> str:
@@ -242,7 +262,8 @@ def _entry(style: Style) -> str:
             body += [f"run = jax.jit({sm})", *place, f"return run{call}"] if style.order % 2 \
                 else [*place, f"run = jax.jit({sm})", f"return run{call}"]
     doc = _doc(style, "Megatron-style MLP: column- then row-parallel, one psum.")
-    return head + "\n" + doc + "\n".join("    " + line for line in body) + "\n"
+    return head + "\n" + doc + "\n".join("    " + line for item in body
+                                           for line in item.split("\n")) + "\n"
 
 
 DEAD = ('def _debug_shapes(*arrays):\n    for arr in arrays:\n        print(arr.shape, '
@@ -279,7 +300,9 @@ def _draw(rng: random.Random, taken: list[Style], names: tuple[str, ...], family
                       rng.choice(JITS), rng.choice(DOCS), rng.choice(NOTES), names,
                       order=rng.randrange(6),
                       micro=(rng.randrange(len(SHAPES)), rng.randrange(len(AXES)),
-                             rng.randrange(4), rng.randrange(2), rng.randrange(2)))
+                             rng.randrange(4), rng.randrange(2), rng.randrange(2),
+                             rng.randrange(2), rng.randrange(2), rng.randrange(2),
+                             rng.randrange(2)))
         if all(sum(a != b for a, b in zip(style.choices(), t.choices(), strict=True)) >= DISTANCE
                for t in taken):
             return style

@@ -134,9 +134,11 @@ def test_clusters_link_pairs_at_or_above_the_threshold() -> None:
     assert everyone.max_similarity == 1.0 and 0.5 < everyone.mean_similarity < 1.0
 
 
-def test_the_class_of_thirty_ranks_the_three_disguised_copies_first() -> None:
-    """Issue 26's Done-when: of 435 pairs, the top three are the copies."""
-    code = make_class(STARTER)
+@pytest.mark.parametrize("seed", range(10))
+def test_the_class_of_thirty_ranks_the_three_disguised_copies_first(seed: int) -> None:
+    """Issue 26's Done-when, on ten classes (not one picked by hand): of 435 pairs, the
+    top three are the copies (bench/similarity.py measures more seeds and the margin)."""
+    code = make_class(STARTER, seed)
     assert len(code) == 30
     documents = [Document(name, text) for name, text in code.items()]
     result = compare(documents, [STARTER, REFERENCE])
