@@ -17,7 +17,7 @@ into docs/performance.md between the bench:analytics markers. Needs redis-server
 pages keep their sessions in Redis).
 
     .venv/bin/python bench/analytics.py [--students 300] [--submissions 1000] [--runs 20]
-                                        [--postgres]
+                                        [--postgres] [--note TEXT]
 """
 
 from __future__ import annotations
@@ -294,8 +294,11 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--postgres", action="store_true",
                         help="also on a private PostgreSQL (as the tests start it)")
+    parser.add_argument("--note", default="",
+                        help="a sentence for the doc, e.g. what else the machine ran")
     args = parser.parse_args()
     defaults = parser.parse_args([])
+    load_before = os.getloadavg()[0]
 
     folder = Path(tempfile.mkdtemp(prefix="jaxjudge-bench-"))
     redis = RedisServer(folder / "redis")
@@ -331,10 +334,12 @@ def main() -> None:
         "",
         measured(command) + f": one course of {args.students} learners, one assignment of "
         f"{PROBLEM} with {args.submissions} graded submissions (2 sample and 12 hidden "
-        "tests each, full reports) and 100 sample runs; the bench's Flask test client in "
+        "tests each, full reports and their `test_outcomes` rows) and 100 sample runs; the bench's Flask test client in "
         f"the same process; {args.runs} runs each after one to warm up. \"SQL statements\" "
         "counts what one request runs (`before_cursor_execute`), sign-in and session "
-        "look-ups included for the pages. The target: under 200 ms per page.",
+        "look-ups included for the pages. The target: under 200 ms per page. Load average "
+        f"(1 min) {load_before:.2f} before, {os.getloadavg()[0]:.2f} after."
+        + (f" {args.note}" if args.note else ""),
         "",
         "| " + " | ".join(columns) + " |",
         "|---|---|" + "---:|" * (len(columns) - 2),
