@@ -25,13 +25,18 @@ export JAXJUDGE_SANDBOX=${JAXJUDGE_SANDBOX:-zygote}
 export JAXJUDGE_PUBLIC_URL=${JAXJUDGE_PUBLIC_URL:-http://127.0.0.1:$PORT}
 mkdir -p "$VAR/log" "$VAR/redis"
 
+running() {  # running PID: it exists and has not exited (a zombie has: `up`'s shell is
+    # gone, so init reaps it, and some inits only every few seconds)
+    kill -0 "$1" 2>/dev/null && ! grep -qs '^State:[[:space:]]*Z' "/proc/$1/status"
+}
+
 stop_pid() {  # stop_pid NAME: TERM the process group in var/NAME.pid, wait, then KILL
     local file=$VAR/$1.pid
     [ -f "$file" ] || return 0
     local pid; pid=$(cat "$file")
-    if kill -0 "$pid" 2>/dev/null; then
+    if running "$pid"; then
         kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
-        for _ in $(seq 1 40); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+        for _ in $(seq 1 200); do running "$pid" || break; sleep 0.1; done
         kill -KILL -- "-$pid" 2>/dev/null || true
     fi
     rm -f "$file"
@@ -86,9 +91,10 @@ json.dump({"problem": "jax-sharding/partitionspec-layout", "student_id": "demo",
            "code": open(path).read()}, open(sys.argv[1], "w"))
 PY
     echo -n "waiting for the API, a worker and a warm sandbox"
-    for _ in $(seq 1 120); do
+    for i in $(seq 1 600); do  # 120 s, asked five times a second
         if curl -fs "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1; then break; fi
-        echo -n .; sleep 1
+        [ $((i % 5)) -ne 0 ] || echo -n .
+        sleep 0.2
     done
     echo
     curl -fs "http://127.0.0.1:$PORT/readyz" >/dev/null || { echo "not ready: see var/log/" >&2; exit 1; }
