@@ -389,23 +389,23 @@ def similarity(obj: Context, path: Path, templates: tuple[Path, ...], problem_id
         problem = obj.catalog.get(problem_id)
         given += [problem.starter, problem.reference_path.read_text(encoding="utf-8")]
     documents = read_class(path, obj.settings)
-    result = compare(documents, given)
+    result = compare(documents, given, limit=top)
     clusters = result.clusters(threshold)
     if as_json:
         click.echo(json.dumps({
             "documents": result.documents, "threshold": threshold, "note": NOTE,
             "pairs": [{"a": p.a, "b": p.b, "similarity": p.similarity, "shared": p.shared,
                        "fragments": [{"a_lines": f.a_lines, "b_lines": f.b_lines}
-                                     for f in p.fragments]} for p in result.pairs[:top]],
+                                     for f in p.fragments]} for p in result.pairs],
             "clusters": [{"members": c.members, "max_similarity": c.max_similarity,
                           "mean_similarity": c.mean_similarity} for c in clusters],
             "skipped": result.skipped}, indent=2))
         return
     click.echo(NOTE)
-    click.echo(f"{result.documents} submissions, {len(result.pairs)} pairs share code"
+    click.echo(f"{result.documents} submissions, {result.total_pairs} pairs share code"
                + (f"; nothing left to compare in {', '.join(result.skipped)}"
                   if result.skipped else ""))
-    for rank, p in enumerate(result.pairs[:top], 1):
+    for rank, p in enumerate(result.pairs, 1):
         lines = ", ".join(f"{f.a_lines[0]}-{f.a_lines[1]}~{f.b_lines[0]}-{f.b_lines[1]}"
                           for f in p.fragments[:5])
         click.echo(f"{rank:4d}  {p.similarity:6.1%}  {p.a}  {p.b}  lines {lines}")

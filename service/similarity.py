@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session
 
 from judge.errors import JudgeError, ProblemError
 from judge.problem import Problem
-from judge.similarity import MAX_DOCUMENTS, Document, compare
+from judge.similarity import MAX_DOCUMENTS, Document, Pair, compare
 from service.grades import grades
 from service.library import Library
 from service.models import Assignment, Batch, Status, Submission
@@ -93,21 +93,41 @@ def similarity(library: Library, tenant_id: int, scope: Literal["assignment", "b
                members: list[Compared], *, threshold: float, limit: int) -> SimilarityOut:
     """``members`` compared, templates from the problem as the tenant sees it (a problem
     that no longer loads: compared without templates)."""
-    try:
-        given = templates(library.get(tenant_id, problem_id))
-    except JudgeError:  # gone (ProblemNotFound) or broken (ProblemError)
-        given = []
-    result = compare([Document(m.student, m.code) for m in members], given)
+    given = _given(library, tenant_id, problem_id)
+    result = compare([Document(m.student, m.code) for m in members], given, limit=limit)
     subs = {m.student: m.submission for m in members}
-    pairs = [PairOut(a=p.a, b=p.b, a_submission=subs[p.a], b_submission=subs[p.b],
-                     similarity=p.similarity, shared=p.shared,
-                     fragments=[FragmentOut(a_lines=f.a_lines, b_lines=f.b_lines)
-                                for f in p.fragments])
-             for p in result.pairs[:limit]]
+    pairs = [_pair_out(p, subs) for p in result.pairs]
     clusters = [ClusterOut(members=list(c.members), max_similarity=c.max_similarity,
                            mean_similarity=c.mean_similarity)
                 for c in result.clusters(threshold)]
     return SimilarityOut(scope=scope, id=scope_id, problem=problem_id,
                          documents=result.documents, threshold=threshold, pairs=pairs,
-                         total_pairs=len(result.pairs), clusters=clusters,
+                         total_pairs=result.total_pairs, clusters=clusters,
                          skipped=list(result.skipped))
+
+
+def compare_pair(library: Library, tenant_id: int, problem_id: str, members: list[Compared],
+                    a: str, b: str) -> PairOut | None:
+    """The pair of students ``a`` and ``b`` of ``members`` (``a`` < ``b`` in the answer),
+    compared within the whole class as :func:`similarity` compares them, fragments
+    included; ``None`` when they share nothing."""
+    result = compare([Document(m.student, m.code) for m in members],
+                     _given(library, tenant_id, problem_id), limit=0)
+    found = result.pair(a, b)
+    if found is None:
+        return None
+    return _pair_out(found, {m.student: m.submission for m in members})
+
+
+def _given(library: Library, tenant_id: int, problem_id: str) -> list[str]:
+    try:
+        return templates(library.get(tenant_id, problem_id))
+    except JudgeError:  # gone (ProblemNotFound) or broken (ProblemError)
+        return []
+
+
+def _pair_out(p: Pair, subs: dict[str, str]) -> PairOut:
+    return PairOut(a=p.a, b=p.b, a_submission=subs[p.a], b_submission=subs[p.b],
+                   similarity=p.similarity, shared=p.shared,
+                   fragments=[FragmentOut(a_lines=f.a_lines, b_lines=f.b_lines)
+                              for f in p.fragments])

@@ -20,13 +20,14 @@ from sqlalchemy import exists, select
 from sqlalchemy.orm import Session
 
 from app.services import services
+from judge.similarity import NOTE
 from service.analytics import analytics_csv, assignment_analytics, problem_analytics
 from service.models import Assignment, Package, Submission
 from service.pages import find_submission
-from service.similarity import Compared, assignment_code, similarity
+from service.similarity import Compared, assignment_code, compare_pair, similarity
 from service.wire import PROBLEM_ID
 from service.wire_analytics import Analytics, ScoreBin
-from service.wire_similarity import DEFAULT_THRESHOLD, MAX_LIMIT, PairOut
+from service.wire_similarity import DEFAULT_THRESHOLD, PairOut
 from web.access import course_for, instructor, not_found, taught_assignment
 from web.charts import Bucket, Marker, columns, rates, timeline
 from web.instructor.blueprint import bp, download, key_instructor
@@ -199,10 +200,8 @@ def similarity_pair(assignment_id: str, a_submission: str, b_submission: str) ->
     if b.student == a.student:  # two submissions of one student: told apart
         b = Compared(f"{b.student} ({b.submission[:8]})", b.submission, b.code)
     members = [m for m in members if m.student not in (a.student, b.student)] + [a, b]
-    result = similarity(services().library, who.tenant_id, "assignment", found.id,
-                        found.problem, members, threshold=threshold, limit=MAX_LIMIT)
-    pair = next((p for p in result.pairs if {p.a_submission, p.b_submission}
-                 == {a.submission, b.submission}), None)
+    pair = compare_pair(services().library, who.tenant_id, found.problem, members,
+                        a.student, b.student)
     if pair is not None and pair.a_submission != a.submission:  # shown in the URL's order
         pair = PairOut(a=pair.b, b=pair.a, a_submission=pair.b_submission,
                        b_submission=pair.a_submission, similarity=pair.similarity,
@@ -213,6 +212,6 @@ def similarity_pair(assignment_id: str, a_submission: str, b_submission: str) ->
     return render_template(
         "instructor/similarity_pair.html", who=who, assignment=found, course=course,
         a=a, b=b, pair=pair, threshold=threshold, colours=FRAGMENT_COLOURS,
-        note=result.note,
+        note=NOTE,
         a_lines=lines_of(a.code, [f.a_lines for f in fragments]),
         b_lines=lines_of(b.code, [f.b_lines for f in fragments]))
