@@ -7,20 +7,12 @@ from __future__ import annotations
 import os
 import socket
 
+from judge.liveness import pid_alive
+
 
 def worker_name() -> str:
     """This process, as ``host:pid``."""
     return f"{socket.gethostname()}:{os.getpid()}"
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # alive, under another user
-        return True
-    return True
 
 
 def worker_gone(worker: str | None) -> bool:
@@ -29,3 +21,6 @@ def worker_gone(worker: str | None) -> bool:
         return False
     host, _, pid = worker.rpartition(":")
     return host == socket.gethostname() and pid.isdigit() and not pid_alive(int(pid))
+
+
+__all__ = ["pid_alive", "worker_gone", "worker_name"]

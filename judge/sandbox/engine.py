@@ -41,6 +41,7 @@ import docker
 from judge.errors import SandboxError, SandboxUnavailable
 from judge.harness import HARNESS_VERSION
 from judge.harness.startup import COMPILE_FLAGS_ENV
+from judge.liveness import pid_alive
 from judge.sandbox import cgroups
 from judge.sandbox.image import DIGEST_LABEL, VERSION_LABEL, harness_digest
 from judge.sandbox.protocol import Limits, RunOutcome
@@ -283,16 +284,6 @@ def reap(api: APIClient, older_than_seconds: float = 3600.0) -> list[str]:
             remove(api, info["Id"])
             removed.append(info["Id"])
     return removed
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def ended_abnormally(outcome: RunOutcome) -> bool:
