@@ -174,7 +174,7 @@ def push(folder: Path, set_name: str, slug: str | None, publish: bool, create_se
         if time.monotonic() > deadline:
             _fail(f"still {body['status']} after {timeout:g} s ({shown} of {body['total']} "
                   "checks); follow it with `jaxjudge problems versions`", 1)
-        time.sleep(1.0)
+        time.sleep(0.25)  # the build endpoint has no long-poll; a check takes ~a second
     for weakness in body["weaknesses"]:
         click.echo(f"weak  {weakness}")
     if body["status"] == "failed":
