@@ -124,6 +124,9 @@ class ProblemSpec(_Model):
                     f"test {test.name!r} gives args {sorted(test.args)}, "
                     f"the entry point takes {wanted}"
                 )
+        if self.starter is not None and self.starter == self.reference:
+            raise ValueError("the starter is the reference: students would be shown the "
+                             "solution")
         probe_names = [p.name for p in self.probes]
         if len(set(probe_names)) != len(probe_names):
             raise ValueError("probe names must be unique")

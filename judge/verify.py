@@ -93,6 +93,8 @@ def started(problem: Problem, *, sandbox: Sandbox, settings: Settings, pool: Exe
     except ProblemError as exc:
         early.append(Check(problem.id, "data", "hash matches", str(exc)))
         return iter(early)
+    except Exception as exc:  # noqa: BLE001 - raised in its place, as below
+        return _in_order(problem, early, futures, exc)
     early.append(Check(problem.id, "data", "hash matches", "hash matches"))
     try:
         stored = [(t.name, t.visibility, t.args) for t in load_tests(problem)]

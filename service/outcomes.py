@@ -30,8 +30,15 @@ ACCEPTED = "accepted"
 TABLE = cast(Table, TestOutcome.__table__)  # Core: one executemany, no ORM objects
 
 
+def _clean(value: Any, cap: int) -> str:
+    """``value`` as text of at most ``cap`` characters, NUL replaced: a sample test's
+    message and output are the submission's own text, and PostgreSQL's text columns
+    refuse NUL (the report's JSON column keeps it escaped), which would fail the store."""
+    return str(value)[:cap].replace("\x00", "\ufffd")
+
+
 def _text(value: Any, cap: int) -> str | None:
-    return None if value is None else str(value)[:cap]
+    return None if value is None else _clean(value, cap)
 
 
 def rows(submission_id: str, attempt: int,
@@ -41,13 +48,13 @@ def rows(submission_id: str, attempt: int,
     found = []
     for position, test in enumerate((report or {}).get("tests") or []):
         sample = test.get("visibility") == "sample"
-        verdict = str(test.get("verdict") or "")[:40]
+        verdict = _clean(test.get("verdict") or "", 40)
         found.append({
             "submission_id": submission_id, "position": position, "attempt": attempt,
-            "name": str(test.get("name") or "")[:NAME_CHARS],
+            "name": _clean(test.get("name") or "", NAME_CHARS),
             "visibility": "sample" if sample else "hidden", "verdict": verdict,
             "passed": verdict == ACCEPTED,
-            "message": str(test.get("message") or "")[:MESSAGE_CHARS],
+            "message": _clean(test.get("message") or "", MESSAGE_CHARS),
             "probe": _text(test.get("probe"), NAME_CHARS),
             "received": _text(test.get("received"), TEXT_CHARS) if sample else None,
             "expected": _text(test.get("expected"), TEXT_CHARS) if sample else None,

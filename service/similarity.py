@@ -41,7 +41,8 @@ class Compared:
 
 def assignment_code(s: Session, assignment: Assignment) -> list[Compared]:
     """The submission that counts for each student of ``assignment`` (see the module)."""
-    chosen = {student: grade.submission_id for student, grade in grades(s, assignment).items()}
+    chosen = {student: grade.submission_id
+              for student, grade in grades(s, assignment, with_comments=False).items()}
     latest: dict[str, str] = {}
     for row in s.execute(
             select(Submission.student_id, Submission.id).where(

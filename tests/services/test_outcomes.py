@@ -100,6 +100,19 @@ def test_a_rejudge_replaces_the_rows_and_a_stale_attempt_writes_none(db: Databas
     assert rows(db) == []  # gone with the submission
 
 
+def test_a_nul_in_a_sample_tests_output_or_message_is_stored(db: Database) -> None:
+    """A submission chooses a sample test's received text and its error message; a NUL
+    in them (PostgreSQL's text refuses it) must not stop its report from being stored."""
+    attempt = graded(db, report(result("sample-1", False, True, "a\x00b", "ValueError: \x00")))
+    assert rows(db) == [(0, attempt, "sample-1", "sample", False, "ValueError: \ufffd",
+                         "a\ufffdb", "P('data')")]
+    with db.session() as s:
+        stored = s.get(Submission, "s1")
+        assert stored is not None and stored.status == Status.DONE
+        assert stored.report is not None
+        assert stored.report["tests"][0]["received"] == "a\x00b"  # the report keeps it
+
+
 def test_rows_cap_long_texts_and_keep_outputs_of_sample_tests_only() -> None:
     stored = report(result("s", False, True, "r" * 5000), result("h", False, message="x")
                     ).model_dump(mode="json")

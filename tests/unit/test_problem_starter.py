@@ -38,6 +38,7 @@ def test_a_starter_file_is_what_the_student_starts_from(tmp_path: Path) -> None:
     ("starter.py", None, "cannot read the starter"),
     ("../outside.py", "x = 1\n", "starter"),
     ("starter.py", "x = 1\n" * 20_000, "larger than"),
+    ("reference.py", None, "the starter is the reference"),
 ])
 def test_a_bad_starter_fails_at_load(tmp_path: Path, name: str, text: str | None,
                                      message: str) -> None:

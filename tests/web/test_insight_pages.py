@@ -127,6 +127,14 @@ def test_similarity_ranks_the_copy_first_and_shows_it_side_by_side(
     assert 'id="no-clusters"' in high.get_data(as_text=True)
     assert client.get(f"/app/{sid}/assignments/{klass}/similarity?threshold=nan"
                       ).status_code == 200
+    # The threshold is in percent, whatever its size: 1 is 1% (every pair sharing code is
+    # linked), and 0.5% survives the round trip through the page's links.
+    low = client.get(f"/app/{sid}/assignments/{klass}/similarity?threshold=1"
+                     ).get_data(as_text=True)
+    assert "Clusters at 1%" in low and 'id="no-clusters"' not in low
+    half = client.get(f"/app/{sid}/assignments/{klass}/similarity?threshold=0.5"
+                      ).get_data(as_text=True)
+    assert 'value="0.5"' in half and "threshold=0.5" in half
     # Side by side: both codes, the fragments numbered alike on both sides.
     link = re.search(r'href="([^"]+)" data-testid="compare"', html)
     assert link
@@ -153,6 +161,21 @@ def test_hostile_code_is_text_side_by_side(
     html = r.get_data(as_text=True)
     assert "<script>alert(1)</script>" not in html and HOSTILE not in html
     assert "&lt;/code&gt;&lt;/pre&gt;&lt;script&gt;" in html
+
+
+def test_two_submissions_of_one_student_side_by_side_link_to_that_student(
+        app: Flask, client: FlaskClient, keys: dict[str, str], klass: str) -> None:
+    with app.extensions["jaxjudge"].db.session() as s:
+        first, second = s.scalars(select(Submission.id).where(
+            Submission.assignment_id == klass, Submission.student_id == "cy",
+            Submission.sample_run.is_(False)).limit(2)).all()
+    sid = sign_in(client, keys["instructor"])
+    r = client.get(f"/app/{sid}/assignments/{klass}/similarity/{first}/{second}")
+    assert r.status_code == 200
+    html = r.get_data(as_text=True)
+    assert f"cy ({second[:8]})" in html  # the second told apart in the heading
+    links = re.findall(r'<h2 id="side-[ab]-title"><a href="([^"]+)">', html)
+    assert len(links) == 2 and all(link.endswith("/student?user=cy") for link in links), links
 
 
 def test_a_learner_is_refused_and_foreign_ids_are_404(

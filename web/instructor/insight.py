@@ -20,7 +20,7 @@ from sqlalchemy import exists, select
 from sqlalchemy.orm import Session
 
 from app.services import services
-from judge.similarity import NOTE
+from judge.similarity import MAX_DOCUMENTS, NOTE
 from service.analytics import analytics_csv, assignment_analytics, problem_analytics
 from service.models import Assignment, Package, Submission
 from service.pages import find_submission
@@ -130,15 +130,14 @@ def problem_analytics_page(problem: str) -> str:
 
 
 def threshold_of(raw: str | None) -> float:
-    """The form's threshold in percent (or a fraction), clamped to [0, 1]; the default
+    """The form's threshold, in percent, as a fraction clamped to [0, 1]; the default
     when it is missing or not a number."""
     try:
-        value = float(raw) if raw else DEFAULT_THRESHOLD
+        value = float(raw) / 100 if raw else DEFAULT_THRESHOLD
     except ValueError:
         return DEFAULT_THRESHOLD
     if value != value:  # NaN
         return DEFAULT_THRESHOLD
-    value = value / 100 if value > 1 else value
     return min(max(value, 0.0), 1.0)
 
 
@@ -197,9 +196,11 @@ def similarity_pair(assignment_id: str, a_submission: str, b_submission: str) ->
         members = assignment_code(s, found)
     if a.submission == b.submission:
         not_found("pair of submissions")
+    users = (a.student, b.student)  # whose pages the headings link to
     if b.student == a.student:  # two submissions of one student: told apart
         b = Compared(f"{b.student} ({b.submission[:8]})", b.submission, b.code)
-    members = [m for m in members if m.student not in (a.student, b.student)] + [a, b]
+    others = [m for m in members if m.student not in (a.student, b.student)]
+    members = others[:MAX_DOCUMENTS - 2] + [a, b]  # the class as listed, at the cap
     pair = compare_pair(services().library, who.tenant_id, found.problem, members,
                         a.student, b.student)
     if pair is not None and pair.a_submission != a.submission:  # shown in the URL's order
@@ -211,7 +212,7 @@ def similarity_pair(assignment_id: str, a_submission: str, b_submission: str) ->
     fragments = pair.fragments if pair is not None else []
     return render_template(
         "instructor/similarity_pair.html", who=who, assignment=found, course=course,
-        a=a, b=b, pair=pair, threshold=threshold, colours=FRAGMENT_COLOURS,
+        a=a, b=b, users=users, pair=pair, threshold=threshold, colours=FRAGMENT_COLOURS,
         note=NOTE,
         a_lines=lines_of(a.code, [f.a_lines for f in fragments]),
         b_lines=lines_of(b.code, [f.b_lines for f in fragments]))
