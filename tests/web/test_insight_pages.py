@@ -18,7 +18,7 @@ from sqlalchemy import select
 from app.sessions import Principal, Sessions
 from judge.similarity import NOTE
 from service import outcomes
-from service.models import Assignment, Submission, Tenant
+from service.models import Assignment, Batch, Submission, Tenant
 from tests.web.insight_class import (
     ATTEMPTS,
     EXPECTED,
@@ -176,6 +176,41 @@ def test_two_submissions_of_one_student_side_by_side_link_to_that_student(
     assert f"cy ({second[:8]})" in html  # the second told apart in the heading
     links = re.findall(r'<h2 id="side-[ab]-title"><a href="([^"]+)">', html)
     assert len(links) == 2 and all(link.endswith("/student?user=cy") for link in links), links
+
+
+def test_a_class_upload_is_compared_within_itself(
+        app: Flask, client: FlaskClient, keys: dict[str, str], klass: str) -> None:
+    """A batch's page: every submission of the upload compared, the copy first; its side
+    by side compares within the upload, and names no submission outside it."""
+    db = app.extensions["jaxjudge"].db
+    with db.session() as s:
+        latest = dict(s.execute(select(Submission.student_id, Submission.id).where(
+            Submission.assignment_id == klass).order_by(Submission.received_at)).all())
+        s.add(Batch(id="b" * 32, tenant_id=tenant(app), problem="demo/layout",
+                    name="week 3", total=len(latest)))
+        s.flush()
+        for sub in latest.values():
+            s.get(Submission, sub).batch_id = "b" * 32  # type: ignore[union-attr]
+        outside = s.scalar(select(Submission.id).where(
+            Submission.assignment_id == klass, Submission.id.not_in(list(latest.values()))))
+    sid = sign_in(client, keys["instructor"])
+    base = f"/app/{sid}/assignments/{klass}/batches/{'b' * 32}"
+    assert 'id="batch-similarity"' in client.get(base).get_data(as_text=True)
+    html = client.get(f"{base}/similarity").get_data(as_text=True)
+    assert NOTE in html and "class upload" in html
+    pairs = re.findall(r'data-testid="pair-row" data-a="([^"]+)" data-b="([^"]+)"', html)
+    assert pairs and pairs[0] == ("ana", "ben")
+    assert len({name for pair in pairs for name in pair}) <= len(latest)
+    link = re.search(r'href="([^"]+)" data-testid="compare"', html)
+    assert link and "batch=" + "b" * 32 in link.group(1)
+    side = client.get(link.group(1).replace("&amp;", "&")).get_data(as_text=True)
+    assert 'data-testid="fragment"' in side and f"batches/{'b' * 32}/similarity" in side
+    # A submission outside the upload, or a batch of no submission of this assignment: 404.
+    a_sub = latest["ana"]
+    assert client.get(f"/app/{sid}/assignments/{klass}/similarity/{a_sub}/{outside}"
+                      f"?batch={'b' * 32}").status_code == 404
+    assert client.get(f"/app/{sid}/assignments/{klass}/batches/{'c' * 32}/similarity"
+                      ).status_code == 404
 
 
 def test_a_learner_is_refused_and_foreign_ids_are_404(

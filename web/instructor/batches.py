@@ -8,10 +8,11 @@ from typing import Any
 from flask import jsonify, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from app.services import services
 from judge.errors import SubmissionRejected, UsageError
-from service.models import Status, Submission
+from service.models import Assignment, Batch, Status, Submission
 from service.submitting import (
     Refused,
     batch_progress,
@@ -60,15 +61,21 @@ def upload_batch(assignment_id: str) -> ResponseReturnValue:
                             batch_id=batch_id), 303)
 
 
+def batch_of(s: Session, tenant_id: int, assignment: Assignment, batch_id: str) -> Batch:
+    """A class upload to ``assignment`` (404 for any other batch)."""
+    batch = find_batch(s, tenant_id, batch_id)
+    if batch is None or s.scalar(select(Submission.assignment_id).where(
+            Submission.batch_id == batch.id).limit(1)) != assignment.id:
+        not_found("batch")
+    return batch
+
+
 def _batch_or_404(assignment_id: str, batch_id: str) -> Any:
     who = instructor()
     svc = services()
     with svc.db.session() as s:
         found = taught_assignment(s, who, assignment_id)
-        batch = find_batch(s, who.tenant_id, batch_id)
-        if batch is None or s.scalar(select(Submission.assignment_id).where(
-                Submission.batch_id == batch.id).limit(1)) != found.id:
-            not_found("batch")
+        batch_of(s, who.tenant_id, found, batch_id)
     progress = batch_progress(svc.db, who.tenant_id, batch_id)
     if progress is None:
         not_found("batch")

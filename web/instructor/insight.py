@@ -24,12 +24,19 @@ from judge.similarity import MAX_DOCUMENTS, NOTE
 from service.analytics import analytics_csv, assignment_analytics, problem_analytics
 from service.models import Assignment, Package, Submission
 from service.pages import find_submission
-from service.similarity import Compared, assignment_code, compare_pair, similarity
+from service.similarity import (
+    Compared,
+    assignment_code,
+    batch_code,
+    compare_pair,
+    similarity,
+)
 from service.wire import PROBLEM_ID
 from service.wire_analytics import Analytics, ScoreBin
 from service.wire_similarity import DEFAULT_THRESHOLD, PairOut
 from web.access import course_for, instructor, not_found, taught_assignment
 from web.charts import Bucket, Marker, columns, rates, timeline
+from web.instructor.batches import batch_of
 from web.instructor.blueprint import bp, download, key_instructor
 
 PAIRS_SHOWN = 100
@@ -143,6 +150,7 @@ def threshold_of(raw: str | None) -> float:
 
 @bp.get("/app/<sid>/assignments/<assignment_id>/similarity")
 def similarity_page(assignment_id: str) -> str:
+    """The assignment's class compared: each student's submission the grade is on."""
     who = instructor()
     threshold = threshold_of(request.args.get("threshold"))
     with services().db.session() as s:
@@ -152,7 +160,23 @@ def similarity_page(assignment_id: str) -> str:
     result = similarity(services().library, who.tenant_id, "assignment", found.id,
                         found.problem, members, threshold=threshold, limit=PAIRS_SHOWN)
     return render_template("instructor/similarity.html", who=who, assignment=found,
-                           course=course, result=result, threshold=threshold)
+                           course=course, result=result, threshold=threshold, batch=None)
+
+
+@bp.get("/app/<sid>/assignments/<assignment_id>/batches/<batch_id>/similarity")
+def batch_similarity_page(assignment_id: str, batch_id: str) -> str:
+    """A class upload compared: every submission of the batch."""
+    who = instructor()
+    threshold = threshold_of(request.args.get("threshold"))
+    with services().db.session() as s:
+        found = taught_assignment(s, who, assignment_id)
+        course = course_for(s, who, found.course_id)
+        members = batch_code(s, batch_of(s, who.tenant_id, found, batch_id))
+    result = similarity(services().library, who.tenant_id, "batch", batch_id,
+                        found.problem, members, threshold=threshold, limit=PAIRS_SHOWN)
+    return render_template("instructor/similarity.html", who=who, assignment=found,
+                           course=course, result=result, threshold=threshold,
+                           batch=batch_id)
 
 
 @dataclass(frozen=True)
@@ -188,19 +212,27 @@ def similarity_pair(assignment_id: str, a_submission: str, b_submission: str) ->
     what many students wrote, and the code they were given, does not count)."""
     who = instructor()
     threshold = threshold_of(request.args.get("threshold"))
+    batch = request.args.get("batch") or None  # compared within that class upload
     with services().db.session() as s:
         found = taught_assignment(s, who, assignment_id)
         course = course_for(s, who, found.course_id)
         a = _submission_of(s, who.tenant_id, found, a_submission)
         b = _submission_of(s, who.tenant_id, found, b_submission)
-        members = assignment_code(s, found)
+        members = (assignment_code(s, found) if batch is None
+                   else batch_code(s, batch_of(s, who.tenant_id, found, batch)))
     if a.submission == b.submission:
         not_found("pair of submissions")
     users = (a.student, b.student)  # whose pages the headings link to
-    if b.student == a.student:  # two submissions of one student: told apart
-        b = Compared(f"{b.student} ({b.submission[:8]})", b.submission, b.code)
-    others = [m for m in members if m.student not in (a.student, b.student)]
-    members = others[:MAX_DOCUMENTS - 2] + [a, b]  # the class as listed, at the cap
+    if batch is not None:  # the batch's own names (one student twice is told apart)
+        named = {m.submission: m for m in members}
+        if a.submission not in named or b.submission not in named:
+            not_found("submission")
+        a, b = named[a.submission], named[b.submission]
+    else:
+        if b.student == a.student:  # two submissions of one student: told apart
+            b = Compared(f"{b.student} ({b.submission[:8]})", b.submission, b.code)
+        others = [m for m in members if m.student not in (a.student, b.student)]
+        members = others[:MAX_DOCUMENTS - 2] + [a, b]  # the class as listed, at the cap
     pair = compare_pair(services().library, who.tenant_id, found.problem, members,
                         a.student, b.student)
     if pair is not None and pair.a_submission != a.submission:  # shown in the URL's order
@@ -213,6 +245,6 @@ def similarity_pair(assignment_id: str, a_submission: str, b_submission: str) ->
     return render_template(
         "instructor/similarity_pair.html", who=who, assignment=found, course=course,
         a=a, b=b, users=users, pair=pair, threshold=threshold, colours=FRAGMENT_COLOURS,
-        note=NOTE,
+        note=NOTE, batch=batch,
         a_lines=lines_of(a.code, [f.a_lines for f in fragments]),
         b_lines=lines_of(b.code, [f.b_lines for f in fragments]))
