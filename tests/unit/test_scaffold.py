@@ -27,6 +27,7 @@ def test_the_package_loads_and_files_one_example_under_every_verdict(tmp_path: P
             text = path.read_text()
             assert "$entry" not in text and "$title" not in text and "$seed" not in text
     assert "def softmax_rows(x)" in problem.reference_path.read_text()
+    assert "def softmax_rows(x)" in problem.starter and "jnp.exp" not in problem.starter
     assert "`softmax_rows(x)`" in problem.statement
 
 
