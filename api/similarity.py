@@ -8,14 +8,14 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Blueprint, g
-from sqlalchemy import select
 
 from api.auth import require
 from api.errors import ApiError
 from api.spec import operation, parse_query
 from app.services import services
 from service import similarity
-from service.models import Assignment, Role
+from service.models import Role
+from service.pages import find_assignment
 from service.submitting import find_batch
 from service.wire_similarity import SimilarityOut, SimilarityQuery
 
@@ -34,8 +34,7 @@ def assignment_similarity(assignment_id: str) -> Any:
     query = parse_query(SimilarityQuery)
     svc = services()
     with svc.db.session() as s:
-        found = s.scalar(select(Assignment).where(Assignment.id == assignment_id,
-                                                  Assignment.tenant_id == g.tenant_id))
+        found = find_assignment(s, g.tenant_id, assignment_id)
         if found is None:
             raise ApiError(404, "Not found", f"no assignment {assignment_id}")
         problem, members = found.problem, similarity.assignment_code(s, found)
